@@ -1,0 +1,273 @@
+"""One typed configuration for the CLI, YAML files and the Python API.
+
+Every option is a dataclass field; its metadata (help text, group, choices) builds the command line, so a
+flag, a YAML key and a keyword argument are always the same thing: `--max-length 128` on the command line,
+`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Precedence: defaults < YAML < flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from .errors import ConfigError
+
+PROBLEM_TYPES = ("auto", "single_label_classification", "multi_label_classification", "regression")
+MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
+SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+              "inverse_sqrt")
+TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
+RECIPES = ("none", "fast")
+GROUPS = ("data", "model", "training", "evaluation", "checkpointing", "output")
+
+
+def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
+        cli: bool = True):
+    return field(default=default, metadata=dict(help=help, group=group, choices=choices, metavar=metavar, cli=cli))
+
+
+@dataclass
+class TrainConfig:
+    # data
+    task: Optional[str] = opt(None, "GLUE task name (see `tuneloop tasks`); with no data options, the built-in "
+                              "MRPC-style sample is used", "data", metavar="NAME")
+    data_dir: Optional[str] = opt(None, "folder with the task's files exactly as GLUE ships them (train.tsv, dev.tsv, "
+                                  "test.tsv); without it and without --train-file a GLUE task is read from the Hub",
+                                  "data", metavar="DIR")
+    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl or .parquet", "data",
+                                    metavar="FILE")
+    validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE")
+    test_file: Optional[str] = opt(None, "your unlabeled test data, for --predict-test", "data", metavar="FILE")
+    text_columns: Optional[list[str]] = opt(None, "one or two text columns, comma-separated (detected when "
+                                            "omitted: sentence1,sentence2 / question1,question2 / premise,hypothesis "
+                                            "/ question,sentence / text / sentence ...)", "data", metavar="A[,B]")
+    label_column: Optional[str] = opt(None, "label column (detected when omitted: label, labels, score, ...)",
+                                      "data", metavar="NAME")
+    problem_type: str = opt("auto", "what the labels are; auto: float labels → regression, lists or "
+                            "--label-separator → multi-label, otherwise single-label classes", "data", PROBLEM_TYPES)
+    label_separator: Optional[str] = opt(None, "split string labels on this to get multi-label targets, e.g. ','",
+                                         "data", metavar="SEP")
+    max_length: Optional[int] = opt(None, "truncate inputs to this many tokens (default: the tokenizer's maximum)",
+                                    "data", metavar="N")
+    pad_to_max_length: bool = opt(False, "pad every batch to --max-length (fixed shapes for TPUs / compiled graphs) "
+                                  "instead of padding each batch to its longest example", "data")
+    max_train_samples: Optional[int] = opt(None, "use only the first N training examples (quick runs)", "data",
+                                           metavar="N")
+    max_eval_samples: Optional[int] = opt(None, "use only the first N examples of each evaluation split", "data",
+                                          metavar="N")
+    num_proc: Optional[int] = opt(None, "processes for tokenization (default: automatic by data size)", "data",
+                                  metavar="N")
+    # model
+    model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
+                     "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
+    # training
+    epochs: int = opt(3, "passes over the training data", "training", metavar="N")
+    max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
+    batch_size: int = opt(8, "training examples per device per step", "training", metavar="N")
+    lr: float = opt(5e-5, "peak learning rate of AdamW", "training", metavar="LR")
+    weight_decay: float = opt(0.01, "AdamW weight decay (never applied to biases and LayerNorm weights)",
+                              "training", metavar="W")
+    lr_scheduler: str = opt("linear", "learning-rate schedule (transformers.get_scheduler)", "training", SCHEDULERS)
+    warmup_steps: int = opt(0, "linear warmup over this many optimizer steps", "training", metavar="N")
+    warmup_ratio: float = opt(0.0, "warmup over this fraction of all steps (instead of --warmup-steps)",
+                              "training", metavar="R")
+    max_grad_norm: Optional[float] = opt(1.0, "clip the gradient norm to this (0 turns clipping off)", "training",
+                                         metavar="X")
+    gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
+                                           metavar="K")
+    mixed_precision: str = opt("auto", "auto: bf16 on GPUs that support it, otherwise fp32", "training",
+                               MIXED_PRECISION)
+    group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
+                                "still random and fixed by --seed and the epoch)", "training")
+    seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
+    cpu: bool = opt(False, "train on the CPU even when a GPU is present", "training")
+    # evaluation
+    eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N")
+    eval_every: Optional[int] = opt(None, "also evaluate every N optimizer steps (always after each epoch)",
+                                    "evaluation", metavar="N")
+    predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
+    # output
+    output_dir: Optional[str] = opt(None, "run folder (default: runs/<task>-<timestamp>)", "output", metavar="DIR")
+    overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output")
+    log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
+    report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
+    quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> "TrainConfig":
+        """Check every option before any work starts; raise ConfigError naming the option."""
+        from .tasks import TASKS
+
+        def need(cond: bool, flag: str, msg: str):
+            if not cond:
+                raise ConfigError(f"--{flag.replace('_', '-')}: {msg}")
+
+        need(math.isfinite(self.lr) and self.lr > 0, "lr", f"must be a positive number, got {self.lr}")
+        need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
+        if self.max_steps is not None:
+            need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
+        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every"):
+            need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        need(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
+        need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",
+             "give either --warmup-steps or --warmup-ratio, not both")
+        if self.max_grad_norm is not None:
+            need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
+        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "eval_every"):
+            value = getattr(self, name)
+            if value is not None:
+                need(value >= 1, name, f"must be at least 1, got {value}")
+        if self.pad_to_max_length:
+            need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
+        for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
+                              ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
+            need(getattr(self, name) in choices, name,
+                 f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
+        if self.task is not None:
+            need(self.task.lower() in TASKS, "task",
+                 f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)} (or leave it out and give "
+                 "--train-file for your own data)")
+        if self.text_columns is not None:
+            need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
+                 f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
+        if self.data_dir is not None and self.data_dir != "sample":
+            need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder")
+            need(self.task is not None, "data_dir", "a GLUE folder needs --task to say which task it holds")
+        for name in ("train_file", "validation_file", "test_file"):
+            path = getattr(self, name)
+            if path is not None:
+                need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
+        if self.data_dir and (self.train_file or self.validation_file):
+            raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
+        if self.validation_file and not self.train_file and not self.data_dir and self.task is None:
+            raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ YAML
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike, **overrides) -> "TrainConfig":
+        return cls(**{**read_yaml_options(path, cls), **overrides})
+
+    def save_yaml(self, path: str | os.PathLike) -> None:
+        from .checkpoint import atomic_write_text
+
+        atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+
+def read_yaml_options(path: str | os.PathLike, cls=TrainConfig) -> dict:
+    """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"--config: {path} does not exist") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config: {path} must hold a mapping of option: value")
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    out = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise ConfigError(f"--config: {path}: unknown option {key!r}; see `tuneloop train --help`")
+        out[name] = _coerce(known[name], value, source=f"{path}: {key}")
+    return out
+
+
+# ---------------------------------------------------------------------- command line
+def _base_type(f: dataclasses.Field):
+    hint = typing.get_type_hints(TrainConfig)[f.name] if f.name in TrainConfig.__dataclass_fields__ else f.type
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is typing.Union and len(args) == 1:
+        hint = args[0]
+    return hint
+
+
+def _coerce(f: dataclasses.Field, value: Any, source: str):
+    """Turn a YAML/CLI value into the field's type, with a message naming the option on failure."""
+    kind = _base_type(f)
+    if value is None:
+        return None
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "yes", "1", "on"):
+                return True
+            if text in ("false", "no", "0", "off"):
+                return False
+            raise ValueError(value)
+        if typing.get_origin(kind) is list:
+            items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+            return [str(v).strip() for v in items]
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if kind is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        name = getattr(kind, "__name__", str(kind))
+        raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None):
+    """Add one flag per config field, grouped, defaults shown; parsed values are only the flags given."""
+    groups = {g: parser.add_argument_group(f"{g} options") for g in GROUPS}
+    for f in dataclasses.fields(cls):
+        if not f.metadata.get("cli", True) or (only is not None and f.name not in only):
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        kind = _base_type(f)
+        default = f.default if f.default is not dataclasses.MISSING else None
+        shown = ",".join(default) if isinstance(default, list) else default
+        help_text = f.metadata["help"] + (f" (default: {shown})" if shown not in (None, False) else "")
+        kwargs: dict[str, Any] = dict(dest=f.name, default=argparse.SUPPRESS, help=help_text.replace("%", "%%"))
+        if kind is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = _cli_type(f)
+            kwargs["metavar"] = f.metadata.get("metavar") or (
+                "{" + ",".join(f.metadata["choices"]) + "}" if f.metadata.get("choices") else None)
+        groups[f.metadata["group"]].add_argument(flag, **kwargs)
+    return parser
+
+
+def _cli_type(f: dataclasses.Field):
+    def convert(text: str):
+        if text.lower() in ("none", "null") and f.default is None:
+            return None
+        try:
+            return _coerce(f, text, source="--" + f.name.replace("_", "-"))
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
+
+    convert.__name__ = getattr(_base_type(f), "__name__", "value")
+    return convert
+
+
+def config_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> Any:
+    """Defaults < --config YAML < flags given on the command line."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    values = read_yaml_options(ns.config, cls) if getattr(ns, "config", None) else {}
+    values.update({k: v for k, v in vars(ns).items() if k in names})
+    return cls(**values)

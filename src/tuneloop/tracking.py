@@ -1,0 +1,118 @@
+"""What a run tells: metrics.jsonl (always), Accelerate trackers (--report-to), the progress bar, the console."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+from accelerate.tracking import GeneralTracker
+
+log = logging.getLogger("tuneloop")
+
+
+def setup_console_logging(quiet: bool = False) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
+
+
+class JsonlTracker(GeneralTracker):
+    """One JSON object per logged step or evaluation, appended to `metrics.jsonl` and flushed at once."""
+
+    name = "jsonl"
+    requires_logging_directory = False
+    main_process_only = True
+
+    def __init__(self, path: str | Path):
+        super().__init__()
+        self.path = Path(path)
+
+    @property
+    def tracker(self):
+        return self.path
+
+    def log(self, values: dict, step: int | None = None, **kwargs):
+        record = {"step": step, "time": round(time.time(), 3), **values}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def trackers(report_to: str, metrics_path: Path) -> list:
+    chosen = [] if report_to == "none" else (["tensorboard", "wandb", "mlflow", "comet_ml"]
+                                            if report_to == "all" else [report_to])
+    return [JsonlTracker(metrics_path), *chosen]
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def hparams(config: dict) -> dict:
+    """Trackers take scalars only."""
+    return {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in config.items()}
+
+
+class TrainLog:
+    """Loss/lr bookkeeping without per-step host syncs: the loss is read back only at log intervals."""
+
+    def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool,
+                 global_batch: int):
+        from tqdm.auto import tqdm
+
+        self.accelerator, self.every, self.global_batch = accelerator, every, global_batch
+        self.bar = tqdm(total=total_steps, initial=start_step, desc="Training", unit="step", dynamic_ncols=True,
+                        disable=quiet or not accelerator.is_main_process, file=sys.stderr)
+        self.loss_sum, self.micro_batches = None, 0
+        self.window_start, self.window_steps = time.perf_counter(), 0
+        self.last_loss = math.nan
+
+    def add_loss(self, loss) -> None:
+        loss = loss.detach()
+        self.loss_sum = loss if self.loss_sum is None else self.loss_sum + loss
+        self.micro_batches += 1
+
+    def step(self, step: int, epoch: float, lr: float) -> None:
+        """Called once per optimizer step; logs every `every` steps."""
+        self.bar.update(1)
+        self.window_steps += 1
+        if step % self.every:
+            return
+        mean = self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean")
+        self.last_loss = float(mean)
+        elapsed = max(time.perf_counter() - self.window_start, 1e-9)
+        sps = self.window_steps * self.global_batch / elapsed
+        if not math.isfinite(self.last_loss):
+            log.warning(f"step {step}: the training loss is {self.last_loss}")
+        self.accelerator.log({"train/loss": self.last_loss, "train/lr": lr, "train/epoch": round(epoch, 4),
+                              "train/samples_per_second": round(sps, 2)}, step=step)
+        self.bar.set_postfix(loss=f"{self.last_loss:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
+        self.loss_sum, self.micro_batches = None, 0
+        self.window_start, self.window_steps = time.perf_counter(), 0
+
+    def evaluation(self, step: int, epoch: float, results: dict) -> None:
+        for split, metrics in results.items():
+            prefix = "eval" if split == next(iter(results)) else f"eval_{split}"
+            self.accelerator.log({f"{prefix}/{k}": v for k, v in metrics.items()} | {f"{prefix}/epoch": epoch},
+                                 step=step)
+        first = next(iter(results.values()))
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in first.items() if k != "num_samples")
+        self.write(f"epoch {epoch:.2f} step {step}: eval {shown}")
+
+    def write(self, message: str) -> None:
+        if self.accelerator.is_main_process:
+            if self.bar.disable:
+                log.info(message)
+            else:
+                self.bar.write(message, file=sys.stderr)
+
+    def close(self) -> None:
+        self.bar.close()
