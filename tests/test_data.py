@@ -1,0 +1,163 @@
+"""Reading GLUE files and the user's own, detecting columns, mapping labels, batching."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tuneloop import DataError, TrainConfig
+from tuneloop.data import (LabelEncoder, LengthGroupedSampler, detect_columns, infer_label_schema, load_glue_folder,
+                           load_user_files, make_collator, prepare_data, train_loader)
+from tuneloop.model import load_tokenizer
+from tuneloop.tasks import TASKS
+
+
+def test_glue_mrpc_layout_reads_every_row(mrpc_dir):
+    raw = load_glue_folder(str(mrpc_dir), TASKS["mrpc"], with_test=True)
+    assert (len(raw.train), len(raw.evaluation["validation"]), len(raw.test["test"])) == (200, 60, 30)
+    first = raw.train[0]
+    assert first["label"] in ("0", "1") and first["text_b"]
+    # the byte-order mark did not leak into the header, so "Quality" was found as the label column
+    quoted = raw.train[3]
+    assert quoted["text_a"].startswith('He said "')   # an unbalanced quote stays inside its field
+    assert raw.train[4]["text_a"] and not raw.train[4]["text_a"].startswith("He said")
+    assert raw.test["test"][5]["id"] == "5" and raw.test["test"][5]["label"] is None
+
+
+def test_glue_row_with_wrong_number_of_fields_is_named(mrpc_dir):
+    path = mrpc_dir / "dev.tsv"
+    lines = path.read_bytes().split(b"\n")
+    lines[7] += b"\textra"
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(DataError, match=r"dev\.tsv: line 8: expected 5 tab-separated fields .* found 6"):
+        load_glue_folder(str(mrpc_dir), TASKS["mrpc"])
+
+
+def test_non_utf8_bytes_are_named_with_their_line(tmp_path):
+    path = tmp_path / "train.csv"
+    path.write_bytes(b"sentence,label\nfine,0\ncaf\xe9 au lait,1\n")
+    with pytest.raises(DataError, match=r"train\.csv: line 3: bytes that are not UTF-8"):
+        load_user_files(str(path), None, None, None, None)
+
+
+def test_header_only_and_empty_files(tmp_path):
+    header_only = tmp_path / "h.csv"
+    header_only.write_text("text,label\n")
+    with pytest.raises(DataError, match=r"h\.csv: no data rows"):
+        load_user_files(str(header_only), None, None, None, None)
+    empty = tmp_path / "e.tsv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"e\.tsv: the file is empty"):
+        load_user_files(str(empty), None, None, None, None)
+
+
+@pytest.mark.parametrize("columns, expected", [
+    (["idx", "sentence1", "sentence2", "label"], (("sentence1", "sentence2"), "label", "idx")),
+    (["question1", "question2", "is_duplicate", "id"], (("question1", "question2"), "is_duplicate", "id")),
+    (["premise", "hypothesis", "label"], (("premise", "hypothesis"), "label", None)),
+    (["question", "sentence", "label"], (("question", "sentence"), "label", None)),
+    (["text", "score"], (("text",), "score", None)),
+    (["review", "target"], (("review",), "target", None)),
+])
+def test_column_detection(columns, expected):
+    found = detect_columns("f.csv", columns, None, None, need_label=True)
+    assert (found.text, found.label, found.id) == expected
+
+
+def test_column_overrides_and_missing_columns():
+    found = detect_columns("f.csv", ["body", "title", "y2"], ["title", "body"], "y2", need_label=True)
+    assert found.text == ("title", "body") and found.label == "y2"
+    with pytest.raises(DataError, match=r"f\.csv: no text column 'titel' .*--text-columns"):
+        detect_columns("f.csv", ["body", "title"], ["titel"], None, need_label=False)
+    with pytest.raises(DataError, match=r"cannot tell which column holds the text.*--text-columns"):
+        detect_columns("f.csv", ["a", "b"], None, None, need_label=True)
+    with pytest.raises(DataError, match=r"cannot tell which column holds the label.*--label-column"):
+        detect_columns("f.csv", ["text", "b"], None, None, need_label=True)
+
+
+def test_string_labels_map_to_sorted_ids_and_back(tmp_path):
+    path = tmp_path / "train.jsonl"
+    rows = [{"text": f"t{i}", "label": lab} for i, lab in enumerate(["spam", "ham", "eggs", "ham"])]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    raw = load_user_files(str(path), None, None, None, None)
+    schema = infer_label_schema(raw.train, "auto", None, str(path))
+    assert schema.problem_type == "single_label_classification"
+    assert schema.names == ["eggs", "ham", "spam"]
+    encode = LabelEncoder(schema, str(path))
+    assert [encode(r["label"], r["idx"]) for r in raw.train] == [2, 1, 0, 1]
+    with pytest.raises(DataError, match=r"row 8: label 'bacon' was not seen in the training data"):
+        encode("bacon", 7)
+
+
+def test_integer_and_float_labels(tmp_path):
+    ints = tmp_path / "ints.csv"
+    ints.write_text("text,label\na,10\nb,2\nc,2\n")
+    schema = infer_label_schema(load_user_files(str(ints), None, None, None, None).train, "auto", None, "ints")
+    assert schema.names == ["2", "10"]                  # numeric order, not string order
+    floats = tmp_path / "floats.csv"
+    floats.write_text("text,score\na,0.5\nb,4.25\nc,3\n")
+    schema = infer_label_schema(load_user_files(str(floats), None, None, None, None).train, "auto", None, "f")
+    assert schema.problem_type == "regression" and schema.num_labels == 1
+
+
+def test_glue_task_labels_accept_class_ids(mrpc_dir):
+    schema = infer_label_schema(None, "auto", None, "x", TASKS["mrpc"])
+    encode = LabelEncoder(schema, "dev.tsv", accept_ids=True)
+    assert encode("0", 0) == 0 and encode("1", 0) == 1 and encode("equivalent", 0) == 1
+
+
+def test_prepare_tokenizes_pairs_and_drops_raw_columns(tiny_model, mrpc_dir):
+    tok = load_tokenizer(tiny_model)
+    config = TrainConfig(task="mrpc", data_dir=str(mrpc_dir), model=tiny_model, max_length=12,
+                         max_train_samples=50, max_eval_samples=20, quiet=True)
+    data = prepare_data(config, tok)
+    assert len(data.train) == 50 and len(data.evaluation["validation"]) == 20
+    assert set(data.train.column_names) == {"idx", "id", "input_ids", "token_type_ids", "attention_mask", "length",
+                                            "labels"}
+    row = data.train[0]
+    assert row["input_ids"][0] == tok.cls_token_id and row["input_ids"].count(tok.sep_token_id) == 2
+    assert 1 in row["token_type_ids"]                  # a pair: the second segment is marked
+    assert max(data.train["length"]) <= 12             # truncation
+    assert data.labels.names == ["not_equivalent", "equivalent"]
+
+
+def test_collator_pads_each_batch_to_its_longest(tiny_model, mrpc_dir):
+    tok = load_tokenizer(tiny_model)
+    config = TrainConfig(task="mrpc", data_dir=str(mrpc_dir), model=tiny_model, batch_size=8, quiet=True,
+                         group_by_length=False)
+    data = prepare_data(config, tok)
+    loader = train_loader(data.train, tok, config, make_collator(tok, False, None, "no"))
+    lengths = np.asarray(data.train["length"])
+    for batch in list(loader)[:5]:
+        assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
+        width = batch["input_ids"].shape[1]
+        assert batch["input_ids"].shape[0] == 8 and batch["labels"].dtype == torch.long
+        assert batch["attention_mask"].sum(1).max() == width      # padded to the longest in the batch
+        assert width <= lengths.max()
+    fixed = make_collator(tok, True, 48, "no")
+    loader = train_loader(data.train, tok, config, fixed)
+    assert next(iter(loader))["input_ids"].shape == (8, 48)
+    multiple = make_collator(tok, False, None, "bf16")
+    assert next(iter(train_loader(data.train, tok, config, multiple)))["input_ids"].shape[1] % 8 == 0
+
+
+def test_length_grouped_sampler_is_a_seeded_permutation_with_less_padding():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 120, size=1000)
+    sampler = LengthGroupedSampler(lengths, batch_size=8, seed=1)
+    first = list(sampler)
+    assert sorted(first) == list(range(1000))
+    assert list(LengthGroupedSampler(lengths, 8, seed=1)) == first          # same seed, same epoch: same order
+    sampler.set_epoch(1)
+    assert list(sampler) != first                                            # a new epoch reshuffles
+
+    def padded(order):
+        return sum(len(b) * lengths[b].max() for b in np.array_split(np.asarray(order), len(order) // 8))
+
+    plain = list(LengthGroupedSampler(lengths, 8, seed=1, group=False))
+    assert sorted(plain) == list(range(1000))
+    assert padded(first) < 0.7 * padded(plain)
+

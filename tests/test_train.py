@@ -1,0 +1,118 @@
+"""End to end: train the tiny model on a learnable toy task in MRPC's layout and check what a run leaves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+import tuneloop
+from tuneloop import TrainConfig
+from tuneloop.cli import main
+from tuneloop.tracking import read_metrics
+
+from conftest import fast_options
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_model, shared_mrpc_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "toy"
+    results = tuneloop.train(TrainConfig(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out),
+                                         **fast_options(tiny_model)))
+    return out, results
+
+
+def test_learns_the_toy_task(trained):
+    out, results = trained
+    assert results["eval"]["accuracy"] >= 0.85            # chance is 0.5
+    losses = [r["train/loss"] for r in read_metrics(out / "metrics.jsonl") if "train/loss" in r]
+    assert len(losses) >= 5
+    assert sum(losses[-2:]) / 2 < 0.6 * losses[0]
+
+
+def test_results_json_layout(trained):
+    out, results = trained
+    on_disk = json.loads((out / "results.json").read_text())
+    assert on_disk == results
+    assert set(on_disk["eval"]) == {"accuracy", "f1", "loss", "num_samples"}
+    assert on_disk["eval"]["num_samples"] == 60
+    train = on_disk["train"]
+    assert train["num_samples"] == 200 and train["epochs"] == 3 and train["steps"] == 3 * 25
+    assert train["runtime_s"] > 0 and train["samples_per_second"] > 0
+    assert on_disk["main_metric"] == "f1"
+
+
+def test_metrics_jsonl_has_every_log_step_and_each_evaluation(trained):
+    out, _ = trained
+    records = read_metrics(out / "metrics.jsonl")
+    train_steps = [r["step"] for r in records if "train/loss" in r]
+    assert train_steps == list(range(10, 76, 10))
+    evals = [r for r in records if "eval/accuracy" in r]
+    assert [r["step"] for r in evals] == [25, 50, 75]
+    assert [r["eval/epoch"] for r in evals] == [1, 2, 3]
+    lrs = [r["train/lr"] for r in records if "train/lr" in r]
+    assert lrs == sorted(lrs, reverse=True)               # linear decay after the warmup
+
+
+def test_resolved_config_is_written(trained):
+    out, _ = trained
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["task"] == "mrpc" and saved["lr"] == 3e-3 and saved["mixed_precision"] == "no"
+    assert saved["output_dir"] == str(out)
+    TrainConfig(**saved).validate()                       # the saved config is a valid config
+
+
+def test_saved_model_answers_through_transformers_pipeline(trained):
+    from transformers import pipeline
+
+    out, _ = trained
+    classify = pipeline("text-classification", model=str(out / "model"), device="cpu")
+    answer = classify({"text": "the cat runs", "text_pair": "a dog alpha sees the bird"})
+    answer = answer[0] if isinstance(answer, list) else answer
+    assert answer["label"] in ("equivalent", "not_equivalent")
+    assert answer["label"] == "equivalent"
+    meta = json.loads((out / "model" / "tuneloop.json").read_text())
+    assert meta["labels"]["names"] == ["not_equivalent", "equivalent"]
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert config["id2label"] == {"0": "not_equivalent", "1": "equivalent"}
+
+
+def test_refuses_to_write_into_a_foreign_folder(tiny_model, shared_mrpc_dir, tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious")
+    code = main(["train", "--task", "mrpc", "--data-dir", str(shared_mrpc_dir), "--model", tiny_model,
+                 "--output-dir", str(out), "--max-steps", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert str(out) in err and "--overwrite" in err and len(err.strip().splitlines()) == 1
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_overwrite_replaces_only_tuneloop_outputs(tiny_model, shared_mrpc_dir, tmp_path):
+    out = tmp_path / "run"
+    opts = dict(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out), **fast_options(tiny_model))
+    opts.update(max_steps=2, epochs=1)
+    tuneloop.train(TrainConfig(**opts))
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(tuneloop.TuneloopError, match="earlier tuneloop run"):
+        tuneloop.train(TrainConfig(**opts))
+    results = tuneloop.train(TrainConfig(**opts, overwrite=True))
+    assert results["train"]["steps"] == 2
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert len([r for r in read_metrics(out / "metrics.jsonl") if "eval/accuracy" in r]) == 1
+
+
+def test_cli_with_yaml_config_and_flag_override(tiny_model, shared_mrpc_dir, tmp_path, capsys):
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(yaml.safe_dump({"task": "mrpc", "data-dir": str(shared_mrpc_dir), "model": tiny_model,
+                                   "max_steps": 3, "lr": 0.001, "quiet": True, "batch_size": 4}))
+    out = tmp_path / "out"
+    code = main(["train", "--config", str(cfg), "--batch-size", "16", "--output-dir", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "accuracy=" in printed and str(out) in printed
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["batch_size"] == 16 and saved["lr"] == 0.001 and saved["max_steps"] == 3
+    assert json.loads((out / "results.json").read_text())["train"]["global_batch_size"] == 16
