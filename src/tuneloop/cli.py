@@ -30,8 +30,36 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
     add_config_arguments(train)
 
+    evaluate = sub.add_parser("evaluate", help="metrics of a trained model on a labeled split",
+                              formatter_class=_formatter, description="Evaluate a saved model. Without data options "
+                              "it uses the validation data recorded with the model.")
+    evaluate.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    evaluate.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
+    add_config_arguments(evaluate, only=EVAL_OPTIONS)
+
+    predict = sub.add_parser("predict", help="label a file, or one example given as arguments",
+                             formatter_class=_formatter, description="Predict with a saved model: "
+                             "`--input FILE [--output FILE]` for a file (csv/tsv/json/jsonl/parquet), or quoted "
+                             "text(s) for one example: tuneloop predict --model DIR \"first\" [\"second\"]")
+    predict.add_argument("texts", nargs="*", metavar="TEXT", help="one example: its text, or its two texts")
+    predict.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    predict.add_argument("--input", metavar="FILE", help="file to label; text columns as the model's or detected")
+    predict.add_argument("--output", metavar="FILE", help="predictions file: .csv, .tsv or .jsonl "
+                         "(default: <input name>.predictions.tsv in the current folder)")
+    predict.add_argument("--glue", action="store_true", help="write GLUE's submission layout: index<TAB>prediction")
+    predict.add_argument("--text-columns", type=lambda s: s.split(","), metavar="A[,B]",
+                         help="the input's text column(s), when they are not the model's")
+    predict.add_argument("--batch-size", type=int, default=64, metavar="N", help="examples per batch (default: 64)")
+    predict.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    predict.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
+    predict.add_argument("--quiet", action="store_true", help="no progress bars")
+
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     return parser
+
+
+EVAL_OPTIONS = ("task", "data_dir", "validation_file", "text_columns", "label_column", "max_length",
+                "max_eval_samples", "eval_batch_size", "cpu", "quiet", "num_proc")
 
 
 def cmd_train(ns) -> int:
@@ -65,7 +93,49 @@ def cmd_tasks(ns) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "tasks": cmd_tasks}
+def cmd_evaluate(ns) -> int:
+    from .predict import evaluate_model
+
+    overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
+    results = evaluate_model(ns.model, overrides, ns.output)
+    ev = results["eval"]
+    print(f"eval ({ev['num_samples']} examples): " +
+          "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
+    for split, metrics in results.get("eval_splits", {}).items():
+        print(f"  {split}: " + "  ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k != "num_samples"))
+    if ns.output:
+        print(f"wrote {ns.output}")
+    return 0
+
+
+def cmd_predict(ns) -> int:
+    from pathlib import Path
+
+    from .predict import predict_file, predict_texts
+
+    if ns.texts and ns.input:
+        raise TuneloopError("give either --input FILE or text arguments, not both")
+    if ns.texts:
+        if len(ns.texts) > 2:
+            raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} (quote each text)")
+        row = predict_texts(ns.model, ns.texts, ns.cpu)
+        row.pop("id")
+        print(json.dumps(row))
+        return 0
+    if not ns.input:
+        raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
+    if not Path(ns.input).is_file():
+        raise TuneloopError(f"--input {ns.input}: no such file")
+    output = ns.output or f"{Path(ns.input).stem}.predictions.tsv"
+    if Path(output).exists() and not ns.overwrite:
+        raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
+    count = predict_file(ns.model, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
+                         text_columns=ns.text_columns, cpu=ns.cpu, quiet=ns.quiet)
+    print(f"wrote {count} predictions to {output}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
 
 
 def main(argv: list[str] | None = None) -> int:

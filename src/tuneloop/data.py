@@ -242,7 +242,8 @@ def _canonical_rows(path: str, names, text, label, id_col, need_label) -> Iterat
                "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
 
 
-def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True):
+def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,
+               split: str = "train"):
     """Read one file into the canonical Arrow table, cached by the file's path, size and modification time."""
     import datasets
     from datasets.fingerprint import Hasher
@@ -256,7 +257,7 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
                                   "label": datasets.Value("string")})
     try:
         return datasets.Dataset.from_generator(_canonical_rows, features=features, gen_kwargs=gen_kwargs,
-                                               fingerprint=fingerprint)
+                                               fingerprint=fingerprint, split=datasets.NamedSplit(split))
     except Exception as e:  # datasets wraps errors raised inside the generator
         cause = e
         while cause is not None and not isinstance(cause, DataError):
@@ -282,7 +283,7 @@ class RawData:
         return len(self.text_columns) == 2
 
 
-def _glue_file(data_dir: str, spec: TaskSpec, gf: GlueFile, required: bool):
+def _glue_file(data_dir: str, spec: TaskSpec, gf: GlueFile, required: bool, split: str):
     path = Path(data_dir) / gf.name
     if not path.is_file():
         if required:
@@ -293,7 +294,7 @@ def _glue_file(data_dir: str, spec: TaskSpec, gf: GlueFile, required: bool):
     columns = detect_columns(str(path), available, list(gf.text_columns), gf.label_column, gf.label_column is not None)
     if gf.index_column and gf.index_column in available:
         columns = Columns(columns.text, columns.label, gf.index_column)
-    return read_table(str(path), columns, gf.names, need_label=gf.label_column is not None)
+    return read_table(str(path), columns, gf.names, need_label=gf.label_column is not None, split=split)
 
 
 def _glue_file_names(spec: TaskSpec) -> list[str]:
@@ -302,11 +303,12 @@ def _glue_file_names(spec: TaskSpec) -> list[str]:
 
 
 def load_glue_folder(data_dir: str, spec: TaskSpec, with_train: bool = True, with_test: bool = False) -> RawData:
-    train = _glue_file(data_dir, spec, spec.train, required=True) if with_train and spec.train else None
-    evaluation = {name: _glue_file(data_dir, spec, gf, required=True) for name, gf in spec.validation.items()}
+    train = _glue_file(data_dir, spec, spec.train, True, "train") if with_train and spec.train else None
+    evaluation = {name: _glue_file(data_dir, spec, gf, True, name) for name, gf in spec.validation.items()}
     test = {}
     if with_test:
-        test = {name: t for name, gf in spec.test.items() if (t := _glue_file(data_dir, spec, gf, False)) is not None}
+        test = {name: t for name, gf in spec.test.items()
+                if (t := _glue_file(data_dir, spec, gf, False, name)) is not None}
     source = {"train": str(Path(data_dir) / spec.train.name)} if train is not None else {}
     source.update({n: str(Path(data_dir) / gf.name) for n, gf in spec.validation.items()})
     return RawData(train, evaluation, test, spec.text_columns, source)
@@ -363,7 +365,7 @@ def load_user_files(train_file: str | None, validation_file: str | None, test_fi
         available = file_columns(path)
         columns = detect_columns(path, available, text, label, need_label)
         text, label = list(columns.text), columns.label or label
-        tables[split] = read_table(path, columns, need_label=need_label)
+        tables[split] = read_table(path, columns, need_label=need_label, split=split)
         source[split] = path
     text_cols = tuple(text or ())
     return RawData(tables.get("train"), {"validation": tables["validation"]} if "validation" in tables else {},
@@ -386,6 +388,9 @@ class LabelSchema:
     @property
     def index(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.names)}
+
+    def separator_join(self, names: list[str]) -> str:
+        return (self.separator or ",").join(names)
 
     def to_dict(self) -> dict:
         return {"problem_type": self.problem_type, "names": self.names, "separator": self.separator}
@@ -512,12 +517,8 @@ class Tokenize:
 
 
 def tokenize(ds, tokenizer, max_length, pair, encoder, desc: str, num_proc: int | None = None, quiet=False):
-    import datasets
-
     if num_proc is None:
         num_proc = min(os.cpu_count() or 1, 8) if len(ds) >= 200_000 else None
-    if quiet:
-        datasets.disable_progress_bars()
     try:
         out = ds.map(Tokenize(tokenizer, max_length, pair, encoder), batched=True, batch_size=1000,
                      num_proc=num_proc, remove_columns=["text_a", "text_b", "label"], desc=desc)

@@ -15,8 +15,9 @@ METADATA_FILE = "tuneloop.json"               # next to a saved model: text colu
 log = logging.getLogger("tuneloop")
 
 
-def quiet_libraries() -> None:
-    """Keep the libraries' own chatter (load reports, weight-loading bars, advisory warnings) off the console."""
+def quiet_libraries(quiet: bool = False) -> None:
+    """Keep the libraries' own chatter (load reports, weight-loading bars, advisory warnings) off the console;
+    `quiet` also silences the data-reading progress bars."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
     import transformers
     import datasets
@@ -24,6 +25,10 @@ def quiet_libraries() -> None:
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
     datasets.logging.set_verbosity_error()
+    if quiet:
+        datasets.disable_progress_bars()
+    else:
+        datasets.enable_progress_bars()
     for name in ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urllib3", "httpx",
                  "huggingface_hub"):
         logging.getLogger(name).setLevel(logging.ERROR)

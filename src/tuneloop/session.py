@@ -87,8 +87,8 @@ class Session:
     @classmethod
     def setup(cls, config: TrainConfig) -> "Session":
         t0 = time.perf_counter()
-        quiet_libraries()
         config = resolve_defaults(config)
+        quiet_libraries(config.quiet)
         output_dir = shared_output_dir(config)
         config = config.replace(output_dir=output_dir)
         accelerator = make_accelerator(config, output_dir)
@@ -188,12 +188,35 @@ class Session:
         if acc.is_main_process:
             save_model(acc.unwrap_model(self.model), self.tokenizer, self.output_dir / "model", self.model_metadata())
             checkpoint.atomic_write_json(self.output_dir / "results.json", results)
+        if self.config.predict_test:
+            self.predict_test()
         acc.wait_for_everyone()
         acc.end_training()
         return results
+
+    def predict_test(self) -> None:
+        """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks)."""
+        from .predict import predict_dataset, write_predictions
+
+        if not self.data.test:
+            log.warning("--predict-test: this data has no test split (give --test-file FILE)")
+        for split, ds in self.data.test.items():
+            rows = predict_dataset(self.model, ds, self.tokenizer, self.accelerator, self.data.labels,
+                                   self.config.eval_batch_size, self.config.quiet, f"Predicting {split}")
+            if self.accelerator.is_main_process:
+                folder = self.output_dir / "predictions"
+                write_predictions(rows, str(folder / f"{split}.tsv"))
+                if self.data.task is not None:
+                    write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=self.data.labels,
+                                      task=self.data.task)
+                log.info(f"wrote {len(rows)} {split} predictions to {folder}")
 
     def model_metadata(self) -> dict:
         c, d = self.config, self.data
         return {"tuneloop_version": __version__, "task": c.task, "text_columns": list(d.text_columns),
                 "labels": d.labels.to_dict(), "max_length": c.max_length, "base_model": c.model,
-                "metrics": list(self.metric_names), "main_metric": self.main_metric}
+                "metrics": list(self.metric_names), "main_metric": self.main_metric,
+                "data": {"task": c.task, "data_dir": str(Path(data_lib.resolve_data_dir(c.data_dir)).resolve())
+                         if c.data_dir else None,
+                         "validation_file": str(Path(c.validation_file).resolve()) if c.validation_file else None,
+                         "text_columns": c.text_columns, "label_column": c.label_column}}
