@@ -149,8 +149,6 @@ class TrainConfig:
                 need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
         if self.data_dir and (self.train_file or self.validation_file):
             raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
-        if self.validation_file and not self.train_file and not self.data_dir and self.task is None:
-            raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
         return self
 
     def to_dict(self) -> dict:

@@ -251,7 +251,7 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     stat = os.stat(path)
     gen_kwargs = dict(path=str(Path(path).resolve()), names=names, text=columns.text, label=columns.label,
                       id_col=columns.id, need_label=need_label)
-    fingerprint = Hasher.hash([READER_VERSION, gen_kwargs, stat.st_size, stat.st_mtime_ns])
+    fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
     features = datasets.Features({"idx": datasets.Value("int64"), "id": datasets.Value("string"),
                                   "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
                                   "label": datasets.Value("string")})

@@ -29,6 +29,9 @@ def resolve_defaults(config: TrainConfig) -> TrainConfig:
     if config.mixed_precision == "auto":
         bf16 = torch.cuda.is_available() and not config.cpu and torch.cuda.is_bf16_supported()
         changes["mixed_precision"] = "bf16" if bf16 else "no"
+    if config.validation_file and not config.train_file and config.task is None:
+        from .errors import ConfigError
+        raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
     if config.max_grad_norm == 0:
         changes["max_grad_norm"] = None
     return config.replace(**changes).validate()
@@ -82,6 +85,7 @@ class Session:
     history: list = field(default_factory=list)
     samples_seen: int = 0
     loop_start: float = 0.0
+    eval_s: float = 0.0
 
     # ------------------------------------------------------------------ set-up
     @classmethod
@@ -94,13 +98,6 @@ class Session:
         accelerator = make_accelerator(config, output_dir)
         tracking.setup_console_logging(config.quiet or not accelerator.is_main_process)
         checkpoint.check_run_folder(output_dir, config.overwrite)               # every process, before any write
-        accelerator.wait_for_everyone()
-        if accelerator.is_main_process:
-            checkpoint.prepare_run_folder(output_dir, config.overwrite)
-            checkpoint.write_run_marker(Path(output_dir), {"tuneloop_version": __version__, "kind": "train"})
-            config.save_yaml(Path(output_dir) / "config.yaml")
-        accelerator.wait_for_everyone()
-        accelerator.init_trackers("tuneloop", tracking.hparams(config.to_dict()))
 
         from accelerate.utils import set_seed
 
@@ -113,6 +110,14 @@ class Session:
             raise DataError("training needs a training and a validation split: give --validation-file FILE "
                             "(or a GLUE folder holding dev.tsv)")
         model = load_model(config.model, data.labels, task=config.task)
+        # the folder is written only now that the data and the model have loaded: a typo costs nothing
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            checkpoint.prepare_run_folder(output_dir, config.overwrite)
+            checkpoint.write_run_marker(Path(output_dir), {"tuneloop_version": __version__, "kind": "train"})
+            config.save_yaml(Path(output_dir) / "config.yaml")
+        accelerator.wait_for_everyone()
+        accelerator.init_trackers("tuneloop", tracking.hparams(config.to_dict()))
         optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
         collator = data_lib.make_collator(tokenizer, config.pad_to_max_length, config.max_length,
                                           config.mixed_precision)
@@ -155,27 +160,32 @@ class Session:
         return bool(every) and step % every == 0 and step % self.steps_per_epoch != 0
 
     def evaluate(self, step: int, train_log) -> dict:
+        start = time.perf_counter()
         results = evaluate(self.model, self.eval_loaders, self.accelerator, self.metric_names,
                            self.data.labels.problem_type, self.config.quiet)
         epoch = round(self.epoch_progress(step), 4)
         self.history.append({"step": step, "epoch": epoch, "results": results})
         train_log.evaluation(step, epoch, results)
+        self.eval_s += time.perf_counter() - start
         return results
 
     # ------------------------------------------------------------------ the end
     def finish(self, step: int, train_log) -> dict:
-        runtime = time.perf_counter() - self.loop_start
-        train_log.close()
         acc = self.accelerator
         if not self.history or self.history[-1]["step"] != step:
             self.evaluate(step, train_log)
+        runtime = time.perf_counter() - self.loop_start
+        training_s = runtime - self.eval_s
+        train_log.close()
         final = self.history[-1]["results"]
         first_split = next(iter(final))
         train_samples = len(self.data.train)
         results = {
             "task": self.config.task, "model": self.config.model, "main_metric": self.main_metric,
             "eval": final[first_split],
-            "train": {"runtime_s": round(runtime, 3), "samples_per_second": round(self.samples_seen / runtime, 3),
+            # runtime_s: the whole loop, evaluations included; samples_per_second counts training time only
+            "train": {"runtime_s": round(runtime, 3), "training_s": round(training_s, 3),
+                      "eval_s": round(self.eval_s, 3), "samples_per_second": round(self.samples_seen / training_s, 3),
                       "steps": step, "epochs": round(self.epoch_progress(step), 4), "num_samples": train_samples,
                       "global_batch_size": self.global_batch, "setup_s": round(self.setup_s, 3),
                       "num_processes": acc.num_processes, "mixed_precision": self.config.mixed_precision},

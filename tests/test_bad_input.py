@@ -1,0 +1,118 @@
+"""Bad input: one line naming the file, row/line and column and how to fix it; exit code 2; no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuneloop.cli import main
+
+from conftest import fast_options
+
+
+def run_cli(argv, capsys):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+def train_argv(tiny_model, tmp_path, train, dev, *extra):
+    return ["train", "--model", tiny_model, "--train-file", str(train), "--validation-file", str(dev),
+            "--output-dir", str(tmp_path / "out"), "--max-steps", "1", "--quiet", *extra]
+
+
+def check(code, err, *fragments):
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def write(path, text, mode="w"):
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def good(tmp_path):
+    return write(tmp_path / "good.csv", "text,label\n" + "".join(f"the cat {i},{i % 2}\n" for i in range(10)))
+
+
+def test_missing_text_column(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "bad.csv", "words,label\nthe cat,1\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "bad.csv", "--text-columns", "words")
+
+
+def test_named_text_column_absent(tiny_model, tmp_path, good, capsys):
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--text-columns", "body"), capsys),
+          "good.csv", "'body'", "--text-columns")
+
+
+def test_missing_label_column(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "dev.csv", "text,category\nthe cat,1\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, bad, "--label-column", "label"), capsys),
+          "dev.csv", "'label'", "--label-column")
+
+
+def test_label_unseen_in_training(tiny_model, tmp_path, good, capsys):
+    dev = write(tmp_path / "dev.csv", "text,label\nthe cat,0\nthe dog,1\nthe cow,7\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, dev), capsys), "dev.csv", "row 3", "'7'",
+          "not seen in the training data")
+
+
+def test_empty_and_header_only_files(tiny_model, tmp_path, good, capsys):
+    empty = write(tmp_path / "empty.csv", "")
+    check(*run_cli(train_argv(tiny_model, tmp_path, empty, good), capsys), "empty.csv", "empty")
+    header = write(tmp_path / "header.csv", "text,label\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, header), capsys), "header.csv", "no data rows")
+
+
+def test_non_numeric_regression_target(tiny_model, tmp_path, capsys):
+    train = write(tmp_path / "scores.csv", "text,score\na b,1.5\nc d,2.25\ne f,n/a\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, train, train, "--problem-type", "regression"), capsys),
+          "scores.csv", "row 3", "'n/a'", "not a number")
+
+
+def test_row_with_wrong_number_of_fields(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "bad.tsv", "sentence\tlabel\nthe cat\t1\nthe\tdog\t0\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "bad.tsv", "line 3", "expected 2",
+          "found 3")
+
+
+def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "latin1.csv", "text,label\nthe cat,1\n".encode() + "café,0\n".encode("latin-1"))
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "latin1.csv", "line 3", "not UTF-8")
+
+
+def test_malformed_jsonl(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "bad.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": \n')
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "bad.jsonl", "line 2", "not valid JSON")
+
+
+def test_unsupported_file_type(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "data.xlsx", "x")
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "data.xlsx", "unsupported file type")
+
+
+def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_dir, tmp_path, capsys):
+    import tuneloop
+    from tuneloop import TrainConfig
+
+    out = tmp_path / "run"
+    tuneloop.train(TrainConfig(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out),
+                               **fast_options(tiny_model, max_steps=1)))
+    single = write(tmp_path / "single.csv", "text\nthe cat\n")
+    check(*run_cli(["predict", "--model", str(out / "model"), "--input", str(single), "--output",
+                    str(tmp_path / "p.csv")], capsys), "single.csv", "2 text column(s)", "--text-columns")
+    odd = write(tmp_path / "odd.csv", "foo,bar\nthe cat,the dog\n")
+    check(*run_cli(["predict", "--model", str(out / "model"), "--input", str(odd), "--output",
+                    str(tmp_path / "p.csv")], capsys), "odd.csv", "--text-columns")
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):
+    code, err = run_cli(["train", "--task", "rte", "--model", tiny_model, "--output-dir", str(tmp_path / "o")],
+                        capsys)
+    check(code, err, "nyu-mll/glue", "--data-dir")

@@ -1,0 +1,142 @@
+"""The user's own files: string labels, regression, multi-label; then evaluate and predict without repeating options."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+import pytest
+
+import tuneloop
+from tuneloop import TrainConfig
+from tuneloop.cli import main
+
+from conftest import fast_options, sentence
+
+TOPICS = {"sport": "alpha", "politics": "beta", "science": "gamma"}
+
+
+def write_topics(path, n, seed, fmt="csv"):
+    """Three string classes, each signalled by a keyword."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        topic = rng.choice(sorted(TOPICS))
+        words = sentence(rng).split()
+        words.insert(rng.randint(0, len(words)), TOPICS[topic])
+        rows.append({"id": f"doc{i}", "text": " ".join(words), "topic": topic})
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["id", "text", "topic"])
+            writer.writeheader()
+            writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def topic_run(tiny_model, tmp_path_factory):
+    root = tmp_path_factory.mktemp("topics")
+    train, dev = write_topics(root / "train.csv", 240, 1), write_topics(root / "dev.jsonl", 45, 2, "jsonl")
+    out = root / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(train), validation_file=str(dev), label_column="topic",
+                                         output_dir=str(out), **fast_options(tiny_model, epochs=4)))
+    return root, out, results
+
+
+def test_string_labels_train_and_round_trip_into_predictions(topic_run, tmp_path, capsys):
+    root, out, results = topic_run
+    assert results["labels"] == ["politics", "science", "sport"]
+    assert set(results["eval"]) == {"accuracy", "f1_macro", "loss", "num_samples"}
+    assert results["eval"]["accuracy"] > 0.6                       # chance is 1/3
+    new = write_topics(tmp_path / "new.csv", 30, 3)
+    target = tmp_path / "pred.jsonl"
+    assert main(["predict", "--model", str(out / "model"), "--input", str(new), "--output", str(target),
+                 "--quiet"]) == 0
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    truth = list(csv.DictReader(open(new)))
+    assert [r["id"] for r in rows] == [t["id"] for t in truth]      # input order and ids kept
+    assert {r["label"] for r in rows} <= set(TOPICS)
+    assert all(abs(sum(r[f"prob_{t}"] for t in TOPICS) - 1) < 1e-4 for r in rows)
+    assert sum(r["label"] == t["topic"] for r, t in zip(rows, truth)) >= 18
+
+
+def test_evaluate_reuses_the_recorded_data_and_columns(topic_run, tmp_path, capsys):
+    root, out, results = topic_run
+    target = tmp_path / "metrics.json"
+    assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet"]) == 0
+    metrics = json.loads(target.read_text())["eval"]
+    assert metrics["num_samples"] == 45
+    assert metrics["accuracy"] == pytest.approx(results["eval"]["accuracy"])
+    assert "accuracy=" in capsys.readouterr().out
+
+
+def test_single_example_prediction(topic_run, capsys):
+    _, out, _ = topic_run
+    assert main(["predict", "--model", str(out / "model"), "the dog runs gamma on the boat"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["label"] in TOPICS and set(answer) == {"label", "prob_politics", "prob_science", "prob_sport"}
+
+
+def test_regression_reports_correlations(tiny_model, tmp_path):
+    rng = random.Random(0)
+
+    def write(path, n):
+        with open(path, "w") as f:
+            f.write("sentence1\tsentence2\tscore\n")
+            for _ in range(n):
+                k = rng.randrange(3)
+                words = sentence(rng).split()
+                words.insert(1, ["alpha", "beta", "gamma"][k])
+                f.write(f"{sentence(rng)}\t{' '.join(words)}\t{[0.5, 2.5, 4.5][k] + rng.uniform(-.3, .3):.2f}\n")
+        return path
+
+    out = tmp_path / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(write(tmp_path / "t.tsv", 200)),
+                                         validation_file=str(write(tmp_path / "d.tsv", 40)), output_dir=str(out),
+                                         **fast_options(tiny_model, epochs=4)))
+    assert results["main_metric"] == "pearson"
+    assert {"pearson", "spearmanr", "mse"} <= set(results["eval"])
+    assert results["eval"]["pearson"] > 0.5
+    target = tmp_path / "p.csv"
+    assert main(["predict", "--model", str(out / "model"), "--input", str(tmp_path / "d.tsv"),
+                 "--output", str(target), "--quiet"]) == 0
+    rows = list(csv.DictReader(open(target)))
+    assert len(rows) == 40 and set(rows[0]) == {"id", "score"}
+
+
+def test_multi_label_with_a_separator_reports_micro_f1(tiny_model, tmp_path):
+    rng = random.Random(0)
+
+    def write(path, n):
+        with open(path, "w") as f:
+            f.write("text,tags\n")
+            for _ in range(n):
+                tags = sorted(rng.sample(["alpha", "beta", "gamma"], rng.randint(1, 2)))
+                words = sentence(rng).split() + tags
+                rng.shuffle(words)
+                f.write(f"{' '.join(words)},{'|'.join(tags)}\n")
+        return path
+
+    out = tmp_path / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(write(tmp_path / "t.csv", 240)),
+                                         validation_file=str(write(tmp_path / "d.csv", 40)), label_column="tags",
+                                         label_separator="|", output_dir=str(out),
+                                         **fast_options(tiny_model, epochs=4)))
+    assert results["main_metric"] == "f1_micro"
+    assert {"f1_micro", "f1_macro", "exact_match"} <= set(results["eval"])
+    assert results["eval"]["f1_micro"] > 0.6
+    assert results["labels"] == ["alpha", "beta", "gamma"]
+    config = json.loads((out / "model" / "config.json").read_text())
+    assert config["problem_type"] == "multi_label_classification"
+
+
+def test_multi_label_from_json_lists(tiny_model, tmp_path):
+    rows = [{"text": f"the cat {t[0]}", "labels": t} for t in (["alpha"], ["beta", "gamma"], ["gamma"])] * 10
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    results = tuneloop.train(TrainConfig(train_file=str(path), validation_file=str(path), output_dir=str(tmp_path / "r"),
+                                         **fast_options(tiny_model, max_steps=2)))
+    assert results["labels"] == ["alpha", "beta", "gamma"] and "f1_micro" in results["eval"]
