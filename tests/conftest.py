@@ -23,7 +23,7 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 FILLER = [w for w in WORDS if w not in ("alpha", "beta", "gamma", "good", "bad", "great", "awful", "not")]
 
 
-def build_tiny_model(folder: Path, num_labels: int = 2) -> Path:
+def build_tiny_model(folder: Path, num_labels: int = 2, dropout: float = 0.0) -> Path:
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
     vocab = {w: i for i, w in enumerate(SPECIALS + WORDS)}
@@ -31,7 +31,7 @@ def build_tiny_model(folder: Path, num_labels: int = 2) -> Path:
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=64, num_labels=num_labels,
                         # a wider init and no dropout let 2 layers × 32 learn the toy tasks in a few dozen steps
-                        initializer_range=0.1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+                        initializer_range=0.1, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     import torch
 
     torch.manual_seed(0)

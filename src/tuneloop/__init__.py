@@ -4,6 +4,7 @@ __version__ = "0.1.0"
 
 from .config import TrainConfig  # noqa: E402
 from .errors import ConfigError, DataError, TuneloopError  # noqa: E402
+from .checkpoint import Interrupted  # noqa: E402
 
 
 def train(config: TrainConfig | None = None, **options) -> dict:
@@ -13,4 +14,4 @@ def train(config: TrainConfig | None = None, **options) -> dict:
     return _train(config, **options)
 
 
-__all__ = ["TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "__version__"]
+__all__ = ["TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted", "__version__"]

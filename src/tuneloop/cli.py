@@ -54,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
     predict.add_argument("--quiet", action="store_true", help="no progress bars")
 
+    report = sub.add_parser("report", help="write RUN_DIR/report.html: plots, metrics and configuration of a run",
+                            formatter_class=_formatter, description="Write a self-contained report.html (images "
+                            "inline) and plots/*.png into a run folder; also works while the run is going.")
+    report.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
+
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     return parser
 
@@ -135,7 +140,14 @@ def cmd_predict(ns) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
+def cmd_report(ns) -> int:
+    from .report import write_report
+
+    print(f"wrote {write_report(ns.run_dir)}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "report": cmd_report, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,8 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     if not ns.command:
         parser.print_help()
         return EXIT_USER_ERROR
+    from .checkpoint import Interrupted
+
     try:
         return COMMANDS[ns.command](ns)
+    except Interrupted as e:
+        print(f"tuneloop {ns.command}: {e}", file=sys.stderr)
+        return 128 + e.signal_number
     except TuneloopError as e:
         print(f"tuneloop {ns.command}: error: {e}", file=sys.stderr)
         return EXIT_USER_ERROR

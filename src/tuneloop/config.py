@@ -30,8 +30,9 @@ GROUPS = ("data", "model", "training", "evaluation", "checkpointing", "output")
 
 
 def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
-        cli: bool = True):
-    return field(default=default, metadata=dict(help=help, group=group, choices=choices, metavar=metavar, cli=cli))
+        cli: bool = True, nargs: str | None = None, const: Any = None):
+    return field(default=default, metadata=dict(help=help, group=group, choices=choices, metavar=metavar, cli=cli,
+                                                 nargs=nargs, const=const))
 
 
 @dataclass
@@ -94,6 +95,19 @@ class TrainConfig:
     eval_every: Optional[int] = opt(None, "also evaluate every N optimizer steps (always after each epoch)",
                                     "evaluation", metavar="N")
     predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
+    metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
+                                         "task's main metric; `loss` means lowest eval loss)", "evaluation",
+                                         metavar="METRIC")
+    early_stopping_patience: Optional[int] = opt(None, "stop after N evaluations without improvement of "
+                                                 "--metric-for-best", "evaluation", metavar="N")
+    # checkpointing
+    save_every: Optional[str] = opt(None, "save a resumable checkpoint every N optimizer steps, or `epoch`",
+                                    "checkpointing", metavar="N|epoch")
+    keep_last: int = opt(3, "keep only the newest K checkpoints", "checkpointing", metavar="K")
+    resume: Optional[str] = opt(None, "continue the run in --output-dir from its newest complete checkpoint (or from "
+                                "checkpoint folder PATH)", "checkpointing", metavar="PATH", nargs="?", const="latest")
+    skip_nonfinite_batches: bool = opt(False, "skip batches whose loss is NaN/inf instead of stopping the run (checks "
+                                       "every step, which costs a host sync)", "checkpointing")
     # output
     output_dir: Optional[str] = opt(None, "run folder (default: runs/<task>-<timestamp>)", "output", metavar="DIR")
     overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output")
@@ -123,7 +137,12 @@ class TrainConfig:
              "give either --warmup-steps or --warmup-ratio, not both")
         if self.max_grad_norm is not None:
             need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
-        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "eval_every"):
+        need(self.keep_last >= 1, "keep_last", f"must be at least 1, got {self.keep_last}")
+        if self.save_every is not None and self.save_every != "epoch":
+            need(str(self.save_every).isdigit() and int(self.save_every) >= 1, "save_every",
+                 f"must be a number of steps (>= 1) or `epoch`, got {self.save_every!r}")
+        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "eval_every",
+                     "early_stopping_patience"):
             value = getattr(self, name)
             if value is not None:
                 need(value >= 1, name, f"must be at least 1, got {value}")
@@ -222,7 +241,7 @@ def _coerce(f: dataclasses.Field, value: Any, source: str):
             return int(value)
         if kind is float:
             return float(value)
-        return str(value)
+        return str(value) if not isinstance(value, bool) else str(value).lower()
     except (TypeError, ValueError):
         name = getattr(kind, "__name__", str(kind))
         raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
@@ -244,6 +263,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
             kwargs["type"] = _cli_type(f)
+            if f.metadata.get("nargs"):
+                kwargs.update(nargs=f.metadata["nargs"], const=f.metadata["const"])
             kwargs["metavar"] = f.metadata.get("metavar") or (
                 "{" + ",".join(f.metadata["choices"]) + "}" if f.metadata.get("choices") else None)
         groups[f.metadata["group"]].add_argument(flag, **kwargs)
@@ -264,8 +285,15 @@ def _cli_type(f: dataclasses.Field):
 
 
 def config_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> Any:
-    """Defaults < --config YAML < flags given on the command line."""
+    """Defaults < --config YAML < flags given on the command line. When resuming, the run's own config.yaml
+    stands in for the defaults, so `--output-dir OUT --resume` alone continues the same run."""
     names = {f.name for f in dataclasses.fields(cls)}
-    values = read_yaml_options(ns.config, cls) if getattr(ns, "config", None) else {}
+    values = {}
+    saved = Path(getattr(ns, "output_dir", None) or "", "config.yaml")
+    if getattr(ns, "resume", None) and getattr(ns, "output_dir", None) and saved.is_file():
+        values.update(read_yaml_options(saved, cls))
+        values.pop("resume", None)
+    if getattr(ns, "config", None):
+        values.update(read_yaml_options(ns.config, cls))
     values.update({k: v for k, v in vars(ns).items() if k in names})
     return cls(**values)

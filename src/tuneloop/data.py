@@ -670,13 +670,15 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
 def train_loader(ds, tokenizer, config, collator):
     lengths = np.asarray(ds.with_format("numpy")["length"])
     sampler = LengthGroupedSampler(lengths, config.batch_size, config.seed, group=config.group_by_length)
+    # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
+    # would differ from the uninterrupted run's
     return torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=config.batch_size, sampler=sampler,
-                                       collate_fn=collator, drop_last=False)
+                                       collate_fn=collator, drop_last=False, generator=torch.Generator())
 
 
 def eval_loader(ds, tokenizer, batch_size, collator):
     """Longest first, so batches pad little; returns (loader, order) where order maps rows back."""
     ds, order = length_sorted(ds)
     loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=batch_size, shuffle=False,
-                                         collate_fn=collator)
+                                         collate_fn=collator, generator=torch.Generator())
     return loader, order

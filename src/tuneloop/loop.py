@@ -19,16 +19,16 @@ def train(config: TrainConfig | None = None, **options) -> dict:
 
     model.train()
     for epoch in range(run.start_epoch, run.epochs):
-        run.train_loader.set_epoch(epoch)                       # same order for a given (seed, epoch)
-        for batch in run.train_loader:
+        for batch in run.batches(epoch):                         # seeded order; a resumed epoch skips what was done
             with acc.accumulate(model):                          # no gradient sync on inner micro-steps
                 loss = model(**batch).loss
-                acc.backward(loss)
+                if run.usable(loss):                             # False only for NaN/inf with --skip-nonfinite-batches
+                    acc.backward(loss)
+                    progress.add_loss(loss)
                 if acc.sync_gradients and cfg.max_grad_norm:
                     acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
-            progress.add_loss(loss)
             run.samples_seen += batch["input_ids"].shape[0] * acc.num_processes
             if not acc.sync_gradients:
                 continue
@@ -37,10 +37,13 @@ def train(config: TrainConfig | None = None, **options) -> dict:
             step += 1
             progress.step(step, run.epoch_progress(step), scheduler.get_last_lr()[0])
             if run.eval_due(step):
-                run.evaluate(step, progress)
-            if step >= run.total_steps:
+                run.evaluate(step, progress)                     # --eval-every N
+            run.checkpoint_if_due(step)                          # --save-every N; SIGINT/SIGTERM save and stop
+            if run.should_stop(step):                            # max steps reached, or early stopping
                 break
-        run.evaluate(step, progress)                             # after every epoch
-        if step >= run.total_steps:
+        if not run.history or run.history[-1]["step"] != step:
+            run.evaluate(step, progress)                         # after every epoch
+        run.checkpoint_if_due(step, end_of_epoch=True)
+        if run.should_stop(step):
             break
     return run.finish(step, progress)                            # save model, results.json, summary

@@ -32,13 +32,17 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
     return accumulator
 
 
-def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False) -> dict:
-    """{split: {metric: value, "loss": x, "num_samples": n}} for every evaluation split."""
+def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False,
+             outputs: dict | None = None) -> dict:
+    """{split: {metric: value, "loss": x, "num_samples": n}} for every evaluation split; `outputs`, when given,
+    receives each split's (logits, labels) arrays."""
     results = {}
     for split, loader in loaders.items():
         acc = run_inference(model, loader, accelerator, Accumulator(metric_names, problem_type),
                             f"Evaluating {split}", quiet)
         results[split] = acc.compute()
+        if outputs is not None:
+            outputs[split] = (acc.all_logits, acc.all_labels)
     return results
 
 

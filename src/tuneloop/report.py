@@ -24,10 +24,10 @@ import math
 import os
 import re
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .checkpoint import atomic_write_bytes
 from .errors import TuneloopError
 
 REPORT_FILE = "report.html"
@@ -269,23 +269,6 @@ def _png(fig) -> bytes:
     # no Software tag: the default one carries matplotlib's web address
     fig.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
     return buffer.getvalue()
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file. Readable by all
-    (0644, like the files save_pretrained writes), not mkstemp's owner-only 0600: reports are meant to be shared."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def ema(values: list[float], weight: float) -> list[float]:
@@ -878,7 +861,7 @@ def write_report(run_dir: str | os.PathLike) -> Path:
         plots_dir.mkdir(exist_ok=True)
     for plot in plots:
         if plot.png is not None:
-            _atomic_write_bytes(plots_dir / f"{plot.name}.png", plot.png)
+            atomic_write_bytes(plots_dir / f"{plot.name}.png", plot.png)
             written.add(f"{plot.name}.png")
     if plots_dir.is_dir():       # plots of an earlier report that this one no longer has
         for old in plots_dir.iterdir():
@@ -886,7 +869,7 @@ def write_report(run_dir: str | os.PathLike) -> Path:
                 with contextlib.suppress(OSError):
                     old.unlink()
     path = run.folder / REPORT_FILE
-    _atomic_write_bytes(path, render_html(run, plots).encode("utf-8"))
+    atomic_write_bytes(path, render_html(run, plots).encode("utf-8"))
     return path
 
 
@@ -1111,5 +1094,5 @@ def write_model_card(model_dir: str | os.PathLike, results: dict, config: dict, 
     versions = [(p, _version(p)) for p in ("tuneloop", "transformers", "torch", "accelerate", "datasets")]
     lines += ["## Framework versions", ""] + [f"- {p} {v}" for p, v in versions if v] + [""]
     card = model_dir / MODEL_CARD_FILE
-    _atomic_write_bytes(card, "\n".join(lines).encode("utf-8"))
+    atomic_write_bytes(card, "\n".join(lines).encode("utf-8"))
     return card

@@ -19,6 +19,44 @@ from .predict import evaluate
 log = logging.getLogger("tuneloop")
 
 
+# a test hook: slow every step down so that a test can interrupt a run at a chosen point
+DEBUG_STEP_DELAY = float(os.environ.get("TUNELOOP_DEBUG_STEP_DELAY", "0") or 0)
+
+
+class SignalFlag:
+    """SIGINT/SIGTERM set a flag that the loop reads at the next step boundary (all processes agree on it)."""
+
+    def __init__(self, accelerator):
+        import signal
+        import threading
+
+        self.accelerator, self.received, self.previous = accelerator, 0, {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum, frame):
+        import signal
+
+        if self.received and signum == signal.SIGINT:
+            raise KeyboardInterrupt          # a second Ctrl-C: stop now, no checkpoint
+        self.received = signum
+        log.warning("stopping at the end of this step to save a checkpoint (Ctrl-C again to stop at once)")
+
+    def pending(self) -> int:
+        if self.accelerator.num_processes == 1:
+            return self.received
+        flag = torch.tensor([self.received], device=self.accelerator.device)
+        return int(self.accelerator.reduce(flag, reduction="sum").max())   # one process saw it: all stop
+
+    def restore(self) -> None:
+        import signal
+
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous = {}
+
+
 def resolve_defaults(config: TrainConfig) -> TrainConfig:
     """Fill in what the user left to us, so config.yaml records what actually ran."""
     changes = {}
@@ -32,6 +70,9 @@ def resolve_defaults(config: TrainConfig) -> TrainConfig:
     if config.validation_file and not config.train_file and config.task is None:
         from .errors import ConfigError
         raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
+    if config.resume is not None and not config.output_dir:
+        from .errors import ConfigError
+        raise ConfigError("--resume needs --output-dir: the run folder to continue")
     if config.max_grad_norm == 0:
         changes["max_grad_norm"] = None
     return config.replace(**changes).validate()
@@ -86,6 +127,14 @@ class Session:
     samples_seen: int = 0
     loop_start: float = 0.0
     eval_s: float = 0.0
+    skip_batches: int = 0                 # batches of start_epoch already trained before a resume
+    best: dict | None = None              # {"metric", "value", "step", "epoch"}
+    evals_without_improvement: int = 0
+    stopped_early: bool = False
+    skipped_batches: int = 0
+    resumed_from: str | None = None
+    signals: object = None
+    last_outputs: dict = field(default_factory=dict)    # split -> (logits, labels) of the latest evaluation
 
     # ------------------------------------------------------------------ set-up
     @classmethod
@@ -97,7 +146,7 @@ class Session:
         config = config.replace(output_dir=output_dir)
         accelerator = make_accelerator(config, output_dir)
         tracking.setup_console_logging(config.quiet or not accelerator.is_main_process)
-        checkpoint.check_run_folder(output_dir, config.overwrite)               # every process, before any write
+        checkpoint.check_run_folder(output_dir, config.overwrite, resume=config.resume is not None)
 
         from accelerate.utils import set_seed
 
@@ -113,7 +162,7 @@ class Session:
         # the folder is written only now that the data and the model have loaded: a typo costs nothing
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
-            checkpoint.prepare_run_folder(output_dir, config.overwrite)
+            checkpoint.prepare_run_folder(output_dir, config.overwrite, resume=config.resume is not None)
             checkpoint.write_run_marker(Path(output_dir), {"tuneloop_version": __version__, "kind": "train"})
             config.save_yaml(Path(output_dir) / "config.yaml")
         accelerator.wait_for_everyone()
@@ -139,6 +188,9 @@ class Session:
                       train_loader, eval_loaders, steps_per_epoch, total, math.ceil(total / steps_per_epoch),
                       metrics_lib.metric_names(data.task, data.labels), metrics_lib.main_metric(data.task, data.labels),
                       global_batch, time.perf_counter() - t0)
+        if config.resume is not None:
+            session.restore()
+        session.signals = SignalFlag(accelerator)
         session.describe()
         return session
 
@@ -151,9 +203,68 @@ class Session:
                  f"precision {c.mixed_precision} | batch {c.batch_size}/device, global {self.global_batch} | "
                  f"{self.steps_per_epoch} steps/epoch, {self.total_steps} steps | output {self.output_dir}")
 
+    # ------------------------------------------------------------------ resuming
+    def state(self, step: int) -> dict:
+        return {"step": step, "epoch": step // self.steps_per_epoch, "history": self.history, "best": self.best,
+                "evals_without_improvement": self.evals_without_improvement, "samples_seen": self.samples_seen,
+                "num_processes": self.accelerator.num_processes, "config": self.config.to_dict(),
+                "tuneloop_version": __version__}
+
+    def restore(self) -> None:
+        path, state = checkpoint.load_checkpoint(self.accelerator, self.output_dir, self.config.resume,
+                                                 self.config.to_dict(), self.accelerator.num_processes, log.warning)
+        self.start_step = state["step"]
+        # a checkpoint of the final step (a completed run) leaves nothing to train: straight to finish()
+        self.start_epoch = self.epochs if self.start_step >= self.total_steps else self.start_step // self.steps_per_epoch
+        # micro-batches of the current epoch already done: the sampler replays the epoch's order, we skip them
+        self.skip_batches = (self.start_step - self.start_epoch * self.steps_per_epoch) * \
+            self.config.gradient_accumulation_steps
+        self.history, self.best = state["history"], state["best"]
+        self.evals_without_improvement = state["evals_without_improvement"]
+        self.samples_seen = state["samples_seen"]
+        self.resumed_from = str(path)
+        if self.accelerator.is_main_process:
+            checkpoint.truncate_metrics(self.output_dir / "metrics.jsonl", self.start_step)
+        self.accelerator.wait_for_everyone()
+        log.info(f"resuming from {path} (step {self.start_step}, epoch {self.start_epoch + 1})")
+
+    def batches(self, epoch: int):
+        """The epoch's batches; in the epoch a resumed run starts in, without the ones already trained on."""
+        self.train_loader.set_epoch(epoch)               # the same order for a given (seed, epoch)
+        if epoch == self.start_epoch and self.skip_batches:
+            return self.accelerator.skip_first_batches(self.train_loader, self.skip_batches)
+        return self.train_loader
+
     # ------------------------------------------------------------------ during training
     def epoch_progress(self, step: int) -> float:
         return step / self.steps_per_epoch
+
+    def usable(self, loss) -> bool:
+        """False only for a NaN/inf loss under --skip-nonfinite-batches (the check syncs with the device)."""
+        if not self.config.skip_nonfinite_batches or bool(torch.isfinite(loss.detach())):
+            return True
+        self.skipped_batches += 1
+        log.warning(f"skipped a batch with a non-finite loss ({float(loss.detach())}); {self.skipped_batches} so far")
+        return False
+
+    def checkpoint_if_due(self, step: int, end_of_epoch: bool = False) -> None:
+        """--save-every N / epoch, and on SIGINT/SIGTERM: save, then stop with the command that resumes."""
+        every = self.config.save_every
+        due = every == "epoch" if end_of_epoch else every not in (None, "epoch") and step % int(every) == 0
+        signal_number = self.signals.pending()
+        if due or signal_number:
+            path = checkpoint.save_checkpoint(self.accelerator, self.output_dir, step, self.state(step),
+                                              self.config.keep_last)
+            if signal_number:
+                self.signals.restore()
+                raise checkpoint.Interrupted(
+                    f"interrupted at step {step}; checkpoint saved in {path}. Resume with: "
+                    f"tuneloop train --output-dir {self.output_dir} --resume", signal_number)
+        if DEBUG_STEP_DELAY:
+            time.sleep(DEBUG_STEP_DELAY)
+
+    def should_stop(self, step: int) -> bool:
+        return step >= self.total_steps or self.stopped_early
 
     def eval_due(self, step: int) -> bool:
         every = self.config.eval_every
@@ -161,13 +272,39 @@ class Session:
 
     def evaluate(self, step: int, train_log) -> dict:
         start = time.perf_counter()
+        self.last_outputs = {}
         results = evaluate(self.model, self.eval_loaders, self.accelerator, self.metric_names,
-                           self.data.labels.problem_type, self.config.quiet)
+                           self.data.labels.problem_type, self.config.quiet, outputs=self.last_outputs)
         epoch = round(self.epoch_progress(step), 4)
         self.history.append({"step": step, "epoch": epoch, "results": results})
         train_log.evaluation(step, epoch, results)
+        self.track_best(step, epoch, next(iter(results.values())), train_log)
         self.eval_s += time.perf_counter() - start
         return results
+
+    def track_best(self, step: int, epoch: float, metrics: dict, train_log) -> None:
+        """Keep OUT/best/ at the best evaluation so far; count evaluations without improvement."""
+        name = self.config.metric_for_best or self.main_metric
+        if name not in metrics:
+            from .errors import ConfigError
+            raise ConfigError(f"--metric-for-best: {name!r} is not reported here; choose one of "
+                              f"{', '.join(k for k in metrics if k != 'num_samples')}")
+        value = metrics[name]
+        lower_is_better = name in ("loss", "mse")
+        improved = self.best is None or (value < self.best["value"] if lower_is_better else value > self.best["value"])
+        if improved:
+            self.best = {"metric": name, "value": value, "step": step, "epoch": epoch}
+            self.evals_without_improvement = 0
+            if self.accelerator.is_main_process:
+                save_model(self.accelerator.unwrap_model(self.model), self.tokenizer, self.output_dir / "best",
+                           self.model_metadata())
+        else:
+            self.evals_without_improvement += 1
+            patience = self.config.early_stopping_patience
+            if patience and self.evals_without_improvement >= patience:
+                self.stopped_early = True
+                train_log.write(f"early stopping: {name} has not improved for {patience} evaluation(s) "
+                                f"(best {self.best['value']:.4f} at step {self.best['step']})")
 
     # ------------------------------------------------------------------ the end
     def finish(self, step: int, train_log) -> dict:
@@ -175,8 +312,9 @@ class Session:
         if not self.history or self.history[-1]["step"] != step:
             self.evaluate(step, train_log)
         runtime = time.perf_counter() - self.loop_start
-        training_s = runtime - self.eval_s
+        training_s = max(runtime - self.eval_s, 1e-9)
         train_log.close()
+        self.signals.restore()
         final = self.history[-1]["results"]
         first_split = next(iter(final))
         train_samples = len(self.data.train)
@@ -188,21 +326,50 @@ class Session:
                       "eval_s": round(self.eval_s, 3), "samples_per_second": round(self.samples_seen / training_s, 3),
                       "steps": step, "epochs": round(self.epoch_progress(step), 4), "num_samples": train_samples,
                       "global_batch_size": self.global_batch, "setup_s": round(self.setup_s, 3),
-                      "num_processes": acc.num_processes, "mixed_precision": self.config.mixed_precision},
+                      "num_processes": acc.num_processes, "mixed_precision": self.config.mixed_precision,
+                      "device": str(acc.device)},
             "labels": self.data.labels.names,
+            "best": self.best,
+            "stopped_early": self.stopped_early,
             "output_dir": str(self.output_dir),
         }
+        if self.resumed_from:
+            results["resumed_from"] = self.resumed_from
+        if self.skipped_batches:
+            results["train"]["skipped_nonfinite_batches"] = self.skipped_batches
         if len(final) > 1:
             results["eval_splits"] = final
         acc.wait_for_everyone()
         if acc.is_main_process:
             save_model(acc.unwrap_model(self.model), self.tokenizer, self.output_dir / "model", self.model_metadata())
             checkpoint.atomic_write_json(self.output_dir / "results.json", results)
+            self.write_eval_outputs()
+            self.write_card_and_report(results)
         if self.config.predict_test:
             self.predict_test()
         acc.wait_for_everyone()
         acc.end_training()
         return results
+
+    def write_eval_outputs(self) -> None:
+        """The final evaluation's logits and labels (for the report's confusion matrix or scatter plot)."""
+        import io
+
+        import numpy as np
+
+        for split, (logits, labels) in self.last_outputs.items():
+            buffer = io.BytesIO()
+            np.savez_compressed(buffer, logits=logits.astype(np.float32), labels=labels)
+            checkpoint.atomic_write_bytes(self.output_dir / "predictions" / f"eval_{split}.npz", buffer.getvalue())
+
+    def write_card_and_report(self, results: dict) -> None:
+        from .report import write_model_card, write_report
+
+        try:
+            write_model_card(self.output_dir / "model", results, self.config.to_dict(), self.model_metadata())
+            write_report(self.output_dir)
+        except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
+            log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
 
     def predict_test(self) -> None:
         """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks)."""

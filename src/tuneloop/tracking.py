@@ -86,12 +86,18 @@ class TrainLog:
         self.window_steps += 1
         if step % self.every:
             return
-        mean = self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean")
-        self.last_loss = float(mean)
+        if self.micro_batches:
+            mean = self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean")
+            self.last_loss = float(mean)
+        else:                                   # every batch of the window was skipped as non-finite
+            self.last_loss = math.nan
         elapsed = max(time.perf_counter() - self.window_start, 1e-9)
         sps = self.window_steps * self.global_batch / elapsed
-        if not math.isfinite(self.last_loss):
-            log.warning(f"step {step}: the training loss is {self.last_loss}")
+        if self.micro_batches and not math.isfinite(self.last_loss):
+            from .errors import TuneloopError
+            raise TuneloopError(f"the training loss became {self.last_loss} by step {step}; stopped (checkpoints "
+                                "already saved are intact). Lower --lr, or pass --skip-nonfinite-batches to skip "
+                                "such batches")
         self.accelerator.log({"train/loss": self.last_loss, "train/lr": lr, "train/epoch": round(epoch, 4),
                               "train/samples_per_second": round(sps, 2)}, step=step)
         self.bar.set_postfix(loss=f"{self.last_loss:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)

@@ -1,0 +1,232 @@
+"""Never lose training: kill and resume equals an uninterrupted run; damaged checkpoints; signals; best model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import tuneloop
+from tuneloop import TrainConfig, TuneloopError
+from tuneloop.checkpoint import list_checkpoints
+from tuneloop.tracking import read_metrics
+
+from conftest import build_tiny_model, fast_options, write_mrpc_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def dropout_model(tmp_path_factory):
+    """With dropout, an exact resume also needs the random streams restored."""
+    return str(build_tiny_model(tmp_path_factory.mktemp("dropout-bert"), dropout=0.1))
+
+
+def options(model, data, out, **extra):
+    return {"task": "mrpc", "data_dir": str(data), "output_dir": str(out),
+            **fast_options(model, **{"epochs": 2, "save_every": "10", "log_every": 1, **extra})}
+
+
+def cli_args(opts: dict) -> list[str]:
+    args = []
+    for key, value in opts.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif value is not False and value is not None:
+            args += [flag, str(value)]
+    return args
+
+
+def start_training(opts: dict, delay: float = 0.05) -> subprocess.Popen:
+    env = {**os.environ, "TUNELOOP_DEBUG_STEP_DELAY": str(delay), "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "tuneloop", "train", *cli_args(opts)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, proc, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"training ended early ({proc.returncode}): {proc.stderr.read()[-2000:]}")
+        time.sleep(0.02)
+    raise AssertionError("timed out")
+
+
+def weights(run_dir: Path) -> dict:
+    return load_file(str(run_dir / "model" / "model.safetensors"))
+
+
+def assert_same_weights(a: Path, b: Path):
+    wa, wb = weights(a), weights(b)
+    assert wa.keys() == wb.keys()
+    for key in wa:
+        assert torch.allclose(wa[key], wb[key], atol=1e-6, rtol=0), key
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return write_mrpc_folder(tmp_path_factory.mktemp("ckpt-data") / "MRPC")
+
+
+@pytest.fixture(scope="module")
+def reference(dropout_model, data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference") / "run"
+    results = tuneloop.train(TrainConfig(**options(dropout_model, data_dir, out)))
+    return out, results
+
+
+def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(dropout_model, data_dir, reference, tmp_path):
+    ref_dir, ref_results = reference
+    out = tmp_path / "run"
+    opts = options(dropout_model, data_dir, out)
+    proc = start_training(opts)
+    # step 30 is mid-way through epoch 2 (25 steps per epoch)
+    wait_for(lambda: any(p.name == "step-0000030" for p in list_checkpoints(out)), proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "results.json").exists()
+    logged_before = [r["step"] for r in read_metrics(out / "metrics.jsonl") if "train/loss" in r]
+    assert max(logged_before) >= 30
+
+    results = tuneloop.train(TrainConfig(**opts, resume="latest"))
+    assert results["resumed_from"].endswith("step-0000030")
+    assert_same_weights(ref_dir, out)
+    for key in ("accuracy", "f1", "loss"):
+        assert results["eval"][key] == pytest.approx(ref_results["eval"][key], abs=1e-6)
+    records = read_metrics(out / "metrics.jsonl")
+    steps = [r["step"] for r in records if "train/loss" in r]
+    assert steps == list(range(1, 51))                            # every step once, none twice
+    ref_losses = {r["step"]: r["train/loss"] for r in read_metrics(ref_dir / "metrics.jsonl") if "train/loss" in r}
+    for r in records:
+        if "train/loss" in r:
+            assert r["train/loss"] == pytest.approx(ref_losses[r["step"]], abs=1e-6)
+            assert r["train/lr"] == pytest.approx(next(x["train/lr"] for x in read_metrics(
+                ref_dir / "metrics.jsonl") if x.get("step") == r["step"] and "train/lr" in x))
+    assert [r["step"] for r in records if "eval/accuracy" in r] == [25, 50]
+
+
+def test_damaged_newest_checkpoint_falls_back_with_a_warning(dropout_model, data_dir, reference, tmp_path, capsys):
+    ref_dir, ref_results = reference
+    out = tmp_path / "run"
+    opts = options(dropout_model, data_dir, out)
+    tuneloop.train(TrainConfig(**opts))
+    kept = [p.name for p in list_checkpoints(out)]
+    assert kept == ["step-0000050", "step-0000040", "step-0000030"]          # --keep-last 3
+    newest = out / "checkpoints" / "step-0000050" / "model.safetensors"
+    newest.write_bytes(newest.read_bytes()[:100])                            # a torn write
+    capsys.readouterr()
+    results = tuneloop.train(TrainConfig(**opts, resume="latest"))
+    warning = capsys.readouterr().err
+    assert "step-0000050 is damaged" in warning and "falling back to step-0000040" in warning
+    assert results["resumed_from"].endswith("step-0000040")
+    assert results["train"]["steps"] == 50
+    assert_same_weights(ref_dir, out)
+
+
+def test_sigterm_saves_and_the_run_resumes(dropout_model, data_dir, reference, tmp_path):
+    ref_dir, _ = reference
+    out = tmp_path / "run"
+    opts = options(dropout_model, data_dir, out, save_every="epoch")
+    proc = start_training(opts)
+    wait_for(lambda: len([r for r in read_metrics(out / "metrics.jsonl") if "train/loss" in r]) >= 12, proc)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert "--resume" in err and "Traceback" not in err
+    saved = list_checkpoints(out)
+    assert len(saved) == 1 and int(saved[0].name.split("-")[1]) >= 12
+    results = tuneloop.train(TrainConfig(**opts, resume="latest"))
+    assert results["train"]["steps"] == 50
+    assert_same_weights(ref_dir, out)
+
+
+def test_resume_refuses_an_incompatible_config_but_allows_harmless_changes(dropout_model, data_dir, tmp_path):
+    out = tmp_path / "run"
+    opts = options(dropout_model, data_dir, out, max_steps=20)
+    tuneloop.train(TrainConfig(**opts))
+    with pytest.raises(TuneloopError, match=r"other settings .*--batch-size 8 → 16"):
+        tuneloop.train(TrainConfig(**{**opts, "batch_size": 16}, resume="latest"))
+    with pytest.raises(TuneloopError, match=r"--lr"):
+        tuneloop.train(TrainConfig(**{**opts, "lr": 1e-4}, resume="latest"))
+    results = tuneloop.train(TrainConfig(**{**opts, "eval_every": 5, "log_every": 2}, resume="latest"))
+    assert results["train"]["steps"] == 20
+
+
+def test_resume_without_checkpoints_is_a_clear_error(tiny_model, data_dir, tmp_path):
+    with pytest.raises(TuneloopError, match="no complete checkpoint"):
+        tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "empty", save_every=None),
+                                   resume="latest"))
+
+
+def test_cli_resume_needs_only_the_output_dir(tiny_model, data_dir, tmp_path, capsys):
+    from tuneloop.cli import main
+
+    out = tmp_path / "run"
+    opts = options(tiny_model, data_dir, out, max_steps=20)
+    tuneloop.train(TrainConfig(**opts))
+    assert main(["train", "--output-dir", str(out), "--resume", "--quiet"]) == 0
+    assert json.loads((out / "results.json").read_text())["resumed_from"].endswith("step-0000020")
+
+
+def test_best_model_is_kept_and_reported(tiny_model, data_dir, tmp_path):
+    out = tmp_path / "run"
+    results = tuneloop.train(TrainConfig(**options(tiny_model, data_dir, out, eval_every=5, save_every=None,
+                                                   metric_for_best="loss")))
+    evals = [r for r in read_metrics(out / "metrics.jsonl") if "eval/loss" in r]
+    best = min(evals, key=lambda r: r["eval/loss"])
+    assert results["best"]["metric"] == "loss"
+    assert results["best"]["step"] == best["step"] and results["best"]["value"] == pytest.approx(best["eval/loss"])
+    from transformers import AutoModelForSequenceClassification
+    model = AutoModelForSequenceClassification.from_pretrained(out / "best")
+    assert model.config.id2label == {0: "not_equivalent", 1: "equivalent"}
+
+
+def test_early_stopping(tiny_model, tmp_path):
+    # validation labels are the opposite of training labels: the better the model learns, the worse it scores
+    data = write_mrpc_folder(tmp_path / "MRPC")
+    dev = data / "dev.tsv"
+    lines = dev.read_text(encoding="utf-8-sig").splitlines()
+    flipped = [lines[0]] + [("1" if l[0] == "0" else "0") + l[1:] for l in lines[1:]]
+    dev.write_bytes(b"\xef\xbb\xbf" + ("\n".join(flipped) + "\n").encode())
+    results = tuneloop.train(TrainConfig(**options(tiny_model, data, tmp_path / "run", eval_every=3,
+                                                   save_every=None, early_stopping_patience=2, epochs=3)))
+    assert results["stopped_early"] is True
+    assert results["train"]["steps"] < 75
+    assert results["train"]["steps"] == results["best"]["step"] + 2 * 3
+
+
+def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
+    from tuneloop import session
+
+    real_load = session.load_model
+
+    def poisoned_load(*args, **kwargs):
+        model = real_load(*args, **kwargs)
+        calls = {"n": 0}
+
+        def hook(module, inputs, output):
+            calls["n"] += 1
+            return output * float("nan") if calls["n"] in (3, 4) and module.training else output
+
+        model.classifier.register_forward_hook(hook)
+        return model
+
+    monkeypatch.setattr(session, "load_model", poisoned_load)
+    with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
+        tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "a", max_steps=10, save_every=None)))
+    results = tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "b", max_steps=10,
+                                                   save_every=None, skip_nonfinite_batches=True)))
+    assert results["train"]["skipped_nonfinite_batches"] == 2
+    assert results["eval"]["loss"] == pytest.approx(results["eval"]["loss"])          # finite, not NaN
+    assert all(torch.isfinite(t).all() for t in weights(tmp_path / "b").values())
