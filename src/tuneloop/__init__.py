@@ -14,4 +14,11 @@ def train(config: TrainConfig | None = None, **options) -> dict:
     return _train(config, **options)
 
 
-__all__ = ["TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted", "__version__"]
+def notebook_train(config: TrainConfig | None = None, num_processes: int | None = None, **options) -> dict:
+    """`train` on several processes from a notebook, through accelerate.notebook_launcher."""
+    from .launch import notebook_train as _notebook_train
+
+    return _notebook_train(config, num_processes=num_processes, **options)
+
+
+__all__ = ["notebook_train", "TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted", "__version__"]

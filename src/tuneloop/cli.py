@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
 
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
+    sub.add_parser("env", help="versions, devices and the accelerate configuration (for bug reports)",
+                   formatter_class=_formatter)
     return parser
 
 
@@ -71,7 +73,10 @@ def cmd_train(ns) -> int:
     from .loop import train
 
     results = train(config_from_namespace(ns, TrainConfig))
-    print_summary(results)
+    from accelerate import PartialState
+
+    if PartialState().is_main_process:
+        print_summary(results)
     return 0
 
 
@@ -147,7 +152,14 @@ def cmd_report(ns) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "report": cmd_report, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
+def cmd_env(ns) -> int:
+    from .launch import environment_report
+
+    print(environment_report())
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "report": cmd_report, "env": cmd_env, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -667,9 +667,12 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
     return PreparedData(raw, labels, task, train, evaluation, test)
 
 
-def train_loader(ds, tokenizer, config, collator):
+def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None):
+    """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
+    accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step."""
     lengths = np.asarray(ds.with_format("numpy")["length"])
-    sampler = LengthGroupedSampler(lengths, config.batch_size, config.seed, group=config.group_by_length)
+    sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
+                                   group=config.group_by_length)
     # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
     # would differ from the uninterrupted run's
     return torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=config.batch_size, sampler=sampler,

@@ -78,6 +78,22 @@ def resolve_defaults(config: TrainConfig) -> TrainConfig:
     return config.replace(**changes).validate()
 
 
+def use_cpu(config: TrainConfig) -> bool:
+    """--cpu, or several processes on a machine without accelerators: Accelerate only sets up multi-process
+    CPU training (gloo) when asked for the CPU, so `torchrun`/`accelerate launch --multi_gpu` on a CPU machine
+    would otherwise start N independent single-process runs."""
+    if config.cpu:
+        return True
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
+    accelerator_present = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+    if not launched and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" and os.environ.get("MASTER_ADDR") \
+            and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")):
+        log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
+                    "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
+                    "--num_processes N` or `torchrun --nproc_per_node N`")
+    return launched and not accelerator_present
+
+
 def make_accelerator(config: TrainConfig, output_dir: str | None):
     from accelerate import Accelerator
     from accelerate.utils import ProjectConfiguration
@@ -85,7 +101,7 @@ def make_accelerator(config: TrainConfig, output_dir: str | None):
     project = ProjectConfiguration(project_dir=output_dir, logging_dir=os.path.join(output_dir, "tensorboard")) \
         if output_dir else None
     metrics_path = Path(output_dir or ".") / "metrics.jsonl"
-    return Accelerator(cpu=config.cpu, mixed_precision=config.mixed_precision,
+    return Accelerator(cpu=use_cpu(config), mixed_precision=config.mixed_precision,
                        gradient_accumulation_steps=config.gradient_accumulation_steps,
                        log_with=tracking.trackers(config.report_to, metrics_path), project_config=project)
 
@@ -95,7 +111,7 @@ def shared_output_dir(config: TrainConfig) -> str:
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list
 
-    state = PartialState(cpu=config.cpu)
+    state = PartialState(cpu=use_cpu(config))
     chosen = [config.output_dir or checkpoint.default_output_dir(config.task)]
     if state.num_processes > 1:
         broadcast_object_list(chosen, from_process=0)
@@ -170,7 +186,8 @@ class Session:
         optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
         collator = data_lib.make_collator(tokenizer, config.pad_to_max_length, config.max_length,
                                           config.mixed_precision)
-        train_loader = data_lib.train_loader(data.train, tokenizer, config, collator)
+        global_batch = config.batch_size * accelerator.num_processes * config.gradient_accumulation_steps
+        train_loader = data_lib.train_loader(data.train, tokenizer, config, collator, global_batch)
         eval_loaders = {name: data_lib.eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0]
                         for name, ds in data.evaluation.items()}
         model, optimizer, train_loader, *loaders = accelerator.prepare(model, optimizer, train_loader,
@@ -183,7 +200,6 @@ class Session:
         # number of processes (a prepared scheduler steps once per process)
         scheduler = build_scheduler(optimizer, config.lr_scheduler, total, config.warmup_steps, config.warmup_ratio)
         accelerator.register_for_checkpointing(scheduler)
-        global_batch = config.batch_size * accelerator.num_processes * config.gradient_accumulation_steps
         session = cls(config, accelerator, Path(output_dir), tokenizer, data, model, optimizer, scheduler,
                       train_loader, eval_loaders, steps_per_epoch, total, math.ceil(total / steps_per_epoch),
                       metrics_lib.metric_names(data.task, data.labels), metrics_lib.main_metric(data.task, data.labels),

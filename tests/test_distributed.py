@@ -1,0 +1,168 @@
+"""Several processes on CPU (gloo), the same engine as multi-GPU: each example counted once, one writer,
+the same steps, weights and learning rates as one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import tuneloop
+from tuneloop import TrainConfig
+from tuneloop.tracking import read_metrics
+
+from conftest import fast_options, write_mrpc_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env():
+    return {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def train_args(model, data, out, **extra) -> list[str]:
+    opts = {"task": "mrpc", "data_dir": str(data), "model": model, "output_dir": str(out), "lr": 3e-3,
+            "seed": 0, "log_every": 1, "quiet": True, **extra}
+    args = []
+    for key, value in opts.items():
+        args += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])
+    return args
+
+
+def run(cmd: list[str], timeout=240):
+    proc = subprocess.run(cmd, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def torchrun(nproc: int) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_port",
+            str(free_port()), "-m", "tuneloop"]
+
+
+def weights(run_dir: Path) -> dict:
+    return load_file(str(run_dir / "model" / "model.safetensors"))
+
+
+def max_difference(a: Path, b: Path) -> float:
+    wa, wb = weights(a), weights(b)
+    return max(float((wa[k] - wb[k]).abs().max()) for k in wa)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    # 61 validation examples: not a multiple of 2 processes × eval batch 8, so the last batch is padded
+    return write_mrpc_folder(tmp_path_factory.mktemp("dist") / "MRPC", n_train=96, n_dev=61)
+
+
+@pytest.fixture(scope="module")
+def two_process_run(tiny_model, data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("two") / "run"
+    proc = run([sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+                "--main_process_port", str(free_port()), "-m", "tuneloop", "train",
+                *train_args(tiny_model, data, out, batch_size=4, max_steps=12, eval_batch_size=8)])
+    return out, proc
+
+
+def test_two_processes_count_each_validation_example_once(two_process_run, tiny_model, data, tmp_path, capsys):
+    out, proc = two_process_run
+    results = json.loads((out / "results.json").read_text())
+    assert results["train"]["num_processes"] == 2 and results["train"]["global_batch_size"] == 8
+    assert results["eval"]["num_samples"] == 61
+    # the same weights evaluated by a single process give the same metrics
+    from tuneloop.cli import main
+
+    target = tmp_path / "single.json"
+    assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet"]) == 0
+    single = json.loads(target.read_text())["eval"]
+    for key in ("accuracy", "f1", "loss"):
+        assert results["eval"][key] == pytest.approx(single[key], abs=1e-5)
+    assert single["num_samples"] == 61
+    # one writer: every step logged once, one summary printed
+    steps = [r["step"] for r in read_metrics(out / "metrics.jsonl") if "train/loss" in r]
+    assert steps == list(range(1, 13))
+    assert proc.stdout.count("saved:") == 1
+
+
+def test_one_process_batch_8_equals_two_processes_batch_4_and_accumulation(two_process_run, tiny_model, data,
+                                                                           tmp_path):
+    two, _ = two_process_run
+    one = tmp_path / "one"
+    tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
+                                  "output_dir": str(one), "batch_size": 8, "max_steps": 12, "eval_batch_size": 8,
+                                  "log_every": 1, "warmup_ratio": 0.0}))
+    accumulated = tmp_path / "accumulated"
+    tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
+                                  "output_dir": str(accumulated), "batch_size": 4, "gradient_accumulation_steps": 2,
+                                  "max_steps": 12, "eval_batch_size": 8, "log_every": 1, "warmup_ratio": 0.0}))
+    # Adam amplifies float-rounding differences of near-zero gradients, hence 1e-3 (an update is ~3e-3); a run
+    # that saw different batches lands an order of magnitude further away
+    assert max_difference(one, two) < 1e-3
+    assert max_difference(one, accumulated) < 1e-3
+    other = tmp_path / "other-order"
+    tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
+                                  "output_dir": str(other), "batch_size": 8, "max_steps": 12, "eval_batch_size": 8,
+                                  "warmup_ratio": 0.0, "seed": 1}))
+    assert max_difference(one, other) > 1e-2
+    # the schedule advances once per optimizer step, whatever the number of processes
+    lr_one = [r["train/lr"] for r in read_metrics(one / "metrics.jsonl") if "train/lr" in r]
+    lr_two = [r["train/lr"] for r in read_metrics(two / "metrics.jsonl") if "train/lr" in r]
+    assert len(lr_one) == 12 and lr_one == pytest.approx(lr_two, rel=1e-9)
+    loss_one = [r["train/loss"] for r in read_metrics(one / "metrics.jsonl") if "train/loss" in r]
+    loss_two = [r["train/loss"] for r in read_metrics(two / "metrics.jsonl") if "train/loss" in r]
+    assert loss_one == pytest.approx(loss_two, abs=1e-3)
+
+
+def test_torchrun_launch(tiny_model, data, tmp_path):
+    out = tmp_path / "run"
+    run(torchrun(2) + ["train", *train_args(tiny_model, data, out, batch_size=4, max_steps=4)])
+    results = json.loads((out / "results.json").read_text())
+    assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
+
+
+def test_two_machines_simulated_on_loopback(tiny_model, data, tmp_path):
+    out = tmp_path / "run"
+    port = free_port()
+    procs = []
+    for rank in (0, 1):
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "2",
+               "--num_processes", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1",
+               "--main_process_port", str(port), "-m", "tuneloop", "train",
+               *train_args(tiny_model, data, out, batch_size=4, max_steps=4)]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    for proc in procs:
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
+    assert results["train"]["steps"] == 4
+
+
+def test_notebook_train_runs_two_processes(tiny_model, data, tmp_path):
+    results = tuneloop.notebook_train(task="mrpc", data_dir=str(data), model=tiny_model, output_dir=str(tmp_path / "nb"),
+                                      max_steps=3, batch_size=4, quiet=True, num_processes=2)
+    assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
+
+
+@pytest.mark.parametrize("name", ["single_gpu", "multi_gpu", "fsdp", "deepspeed_zero2", "two_machines", "cpu_2proc"])
+def test_shipped_accelerate_configs_load(name):
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    config = ClusterConfig.from_yaml_file(str(ROOT / "configs" / "accelerate" / f"{name}.yaml"))
+    assert config.num_processes >= 1 and config.num_machines >= 1
+    if name == "two_machines":
+        assert config.num_machines == 2 and config.main_process_ip
