@@ -11,6 +11,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ.setdefault("HF_DATASETS_CACHE", tempfile.mkdtemp(prefix="tuneloop-test-cache-"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# one thread everywhere (this process and the training processes tests start): tiny models gain nothing from
+# more, and runs compared for bit-equality must use the same float reduction order
+os.environ["OMP_NUM_THREADS"] = "1"
 
 from pathlib import Path  # noqa: E402
 

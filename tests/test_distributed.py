@@ -153,8 +153,12 @@ def test_two_machines_simulated_on_loopback(tiny_model, data, tmp_path):
 
 
 def test_notebook_train_runs_two_processes(tiny_model, data, tmp_path):
-    results = tuneloop.notebook_train(task="mrpc", data_dir=str(data), model=tiny_model, output_dir=str(tmp_path / "nb"),
-                                      max_steps=3, batch_size=4, quiet=True, num_processes=2)
+    # a fresh interpreter, like a notebook kernel: notebook_launcher refuses one that already holds an Accelerator
+    script = (f"import json, tuneloop; r = tuneloop.notebook_train(task='mrpc', data_dir={str(data)!r}, "
+              f"model={tiny_model!r}, output_dir={str(tmp_path / 'nb')!r}, max_steps=3, batch_size=4, quiet=True, "
+              "num_processes=2); print(json.dumps(r))")
+    proc = run([sys.executable, "-c", script])
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
 
 
