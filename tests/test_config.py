@@ -79,3 +79,21 @@ def test_help_groups_options_and_shows_defaults(capsys):
     for group in ("data options", "model options", "training options", "evaluation options", "output options"):
         assert group in text
     assert "(default: 5e-05)" in text and "(default: minilm)" in text
+
+
+def test_fast_recipe_changes_defaults_only():
+    from tuneloop.session import FAST_RECIPE, apply_recipe
+
+    fast = apply_recipe(TrainConfig(recipe="fast"))
+    assert {k: getattr(fast, k) for k in FAST_RECIPE} == FAST_RECIPE
+    mine = apply_recipe(TrainConfig(recipe="fast", batch_size=16, epochs=1))
+    assert mine.batch_size == 16 and mine.epochs == 1 and mine.lr == FAST_RECIPE["lr"]
+    assert apply_recipe(TrainConfig()) == TrainConfig()
+
+
+def test_auto_precision_resolves_to_what_the_hardware_computes_natively():
+    from tuneloop.session import native_bf16, resolve_defaults
+
+    resolved = resolve_defaults(TrainConfig(train_file=None))
+    assert resolved.mixed_precision == ("bf16" if native_bf16(False) else "no")
+    assert resolve_defaults(TrainConfig(mixed_precision="no")).mixed_precision == "no"

@@ -129,7 +129,7 @@ def test_collator_pads_each_batch_to_its_longest(tiny_model, mrpc_dir):
     config = TrainConfig(task="mrpc", data_dir=str(mrpc_dir), model=tiny_model, batch_size=8, quiet=True,
                          group_by_length=False)
     data = prepare_data(config, tok)
-    loader = train_loader(data.train, tok, config, make_collator(tok, False, None, "no"))
+    loader = train_loader(data.train, tok, config, make_collator(tok, False, None))
     lengths = np.asarray(data.train["length"])
     for batch in list(loader)[:5]:
         assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
@@ -137,10 +137,10 @@ def test_collator_pads_each_batch_to_its_longest(tiny_model, mrpc_dir):
         assert batch["input_ids"].shape[0] == 8 and batch["labels"].dtype == torch.long
         assert batch["attention_mask"].sum(1).max() == width      # padded to the longest in the batch
         assert width <= lengths.max()
-    fixed = make_collator(tok, True, 48, "no")
+    fixed = make_collator(tok, True, 48)
     loader = train_loader(data.train, tok, config, fixed)
     assert next(iter(loader))["input_ids"].shape == (8, 48)
-    multiple = make_collator(tok, False, None, "bf16")
+    multiple = make_collator(tok, False, None, 8)
     assert next(iter(train_loader(data.train, tok, config, multiple)))["input_ids"].shape[1] % 8 == 0
 
 

@@ -35,7 +35,7 @@ def env():
 
 def train_args(model, data, out, **extra) -> list[str]:
     opts = {"task": "mrpc", "data_dir": str(data), "model": model, "output_dir": str(out), "lr": 3e-3,
-            "seed": 0, "log_every": 1, "quiet": True, **extra}
+            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", **extra}
     args = []
     for key, value in opts.items():
         args += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])

@@ -584,14 +584,13 @@ def length_sorted(ds):
     return ds.select(order), order
 
 
-def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, mixed_precision: str):
+def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pad_to_multiple_of: int | None = None):
+    """Dynamic padding to each batch's longest example (or to --max-length for fixed shapes)."""
     from transformers import DataCollatorWithPadding
 
     if pad_to_max_length:
         return DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
-    # tensor cores like sequence lengths that are multiples of 8 (16-bit) or 4 (tf32)
-    multiple = 8 if mixed_precision in ("fp16", "bf16") else None
-    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=multiple)
+    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
 
 # ---------------------------------------------------------------------------------------------- the whole step

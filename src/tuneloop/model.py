@@ -70,7 +70,7 @@ def load_tokenizer(name: str):
         raise _load_error(name, "tokenizer", e) from None
 
 
-def load_model(name: str, labels, task: str | None = None):
+def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa"):
     """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
@@ -84,7 +84,8 @@ def load_model(name: str, labels, task: str | None = None):
         if task:
             config.finetuning_task = task
         # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
-        return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True)
+        return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True,
+                                                                  attn_implementation=attention)
     except (OSError, ValueError) as e:
         raise _load_error(name, "model", e) from None
 

@@ -147,7 +147,7 @@ def predict_dataset(model, tokenized, tokenizer, accelerator, labels, batch_size
     from .data import eval_loader, make_collator
     from .metrics import Accumulator
 
-    loader, order = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None, "no"))
+    loader, order = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
     loader = accelerator.prepare(loader)
     acc = run_inference(model, loader, accelerator, Accumulator((), labels.problem_type), desc, quiet)
     logits = np.empty_like(acc.all_logits)
@@ -158,6 +158,9 @@ def predict_dataset(model, tokenized, tokenizer, accelerator, labels, batch_size
 def _accelerator(cpu: bool):
     from accelerate import Accelerator
 
+    from .session import reset_accelerator_state
+
+    reset_accelerator_state()
     return Accelerator(cpu=cpu)
 
 
@@ -192,7 +195,7 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -
                                      text_columns=meta.get("text_columns"))
     if not data.evaluation:
         raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
-    collator = data_lib.make_collator(tokenizer, False, None, "no")
+    collator = data_lib.make_collator(tokenizer, False, None)
     loaders = {n: accelerator.prepare(data_lib.eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0])
                for n, ds in data.evaluation.items()}
     model = accelerator.prepare(model)

@@ -57,16 +57,40 @@ class SignalFlag:
         self.previous = {}
 
 
+# --recipe fast: measured on MRPC with MiniLM to reach the chapter loop's dev F1 in a fraction of its time
+FAST_RECIPE = {"batch_size": 32, "lr": 1e-4, "warmup_ratio": 0.1, "epochs": 2, "freeze_embeddings": True}
+
+
+def native_bf16(cpu_only: bool) -> bool:
+    """bf16 that the hardware computes natively: Ampere+ GPUs, or CPUs with AMX / AVX512-BF16."""
+    if torch.cuda.is_available() and not cpu_only:
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    try:
+        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "amx_bf16" in flags
+
+
+def apply_recipe(config: TrainConfig) -> TrainConfig:
+    """A recipe changes the defaults only: options the user set explicitly keep their values."""
+    if config.recipe != "fast":
+        return config
+    defaults = TrainConfig()
+    changes = {k: v for k, v in FAST_RECIPE.items() if getattr(config, k) == getattr(defaults, k)}
+    return config.replace(**changes)
+
+
 def resolve_defaults(config: TrainConfig) -> TrainConfig:
     """Fill in what the user left to us, so config.yaml records what actually ran."""
+    config = apply_recipe(config)
     changes = {}
     if config.task is None and config.data_dir is None and config.train_file is None:
         changes.update(task="mrpc", data_dir="sample")       # the built-in sample, offline
     if config.task:
         changes["task"] = config.task.lower()
     if config.mixed_precision == "auto":
-        bf16 = torch.cuda.is_available() and not config.cpu and torch.cuda.is_bf16_supported()
-        changes["mixed_precision"] = "bf16" if bf16 else "no"
+        changes["mixed_precision"] = "bf16" if native_bf16(config.cpu) else "no"
     if config.validation_file and not config.train_file and config.task is None:
         from .errors import ConfigError
         raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
@@ -94,6 +118,15 @@ def use_cpu(config: TrainConfig) -> bool:
     return launched and not accelerator_present
 
 
+def reset_accelerator_state() -> None:
+    """Accelerate keeps precision and accumulation settings in process-wide singletons; a second run in the same
+    Python process (a notebook, the API) must not inherit the first one's. The process group is kept."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=False)
+    GradientState._reset_state()
+
+
 def make_accelerator(config: TrainConfig, output_dir: str | None):
     from accelerate import Accelerator
     from accelerate.utils import ProjectConfiguration
@@ -101,6 +134,7 @@ def make_accelerator(config: TrainConfig, output_dir: str | None):
     project = ProjectConfiguration(project_dir=output_dir, logging_dir=os.path.join(output_dir, "tensorboard")) \
         if output_dir else None
     metrics_path = Path(output_dir or ".") / "metrics.jsonl"
+    reset_accelerator_state()
     return Accelerator(cpu=use_cpu(config), mixed_precision=config.mixed_precision,
                        gradient_accumulation_steps=config.gradient_accumulation_steps,
                        log_with=tracking.trackers(config.report_to, metrics_path), project_config=project)
@@ -174,7 +208,10 @@ class Session:
             from .errors import DataError
             raise DataError("training needs a training and a validation split: give --validation-file FILE "
                             "(or a GLUE folder holding dev.tsv)")
-        model = load_model(config.model, data.labels, task=config.task)
+        global_batch = config.batch_size * accelerator.num_processes * config.gradient_accumulation_steps
+        if config.recipe == "fast" and config.eval_every is None:   # see when the target is reached, 4× an epoch
+            config = config.replace(eval_every=max(1, math.ceil(len(data.train) / global_batch) // 4))
+        model = load_model(config.model, data.labels, task=config.task, attention=config.attention)
         # the folder is written only now that the data and the model have loaded: a typo costs nothing
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -183,10 +220,12 @@ class Session:
             config.save_yaml(Path(output_dir) / "config.yaml")
         accelerator.wait_for_everyone()
         accelerator.init_trackers("tuneloop", tracking.hparams(config.to_dict()))
+        if config.freeze_embeddings:
+            model.get_input_embeddings().weight.requires_grad_(False)
         optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
-        collator = data_lib.make_collator(tokenizer, config.pad_to_max_length, config.max_length,
-                                          config.mixed_precision)
-        global_batch = config.batch_size * accelerator.num_processes * config.gradient_accumulation_steps
+        # tensor cores want 16-bit sequence lengths in multiples of 8; CPUs gain nothing from the extra tokens
+        multiple = 8 if config.mixed_precision in ("fp16", "bf16") and accelerator.device.type == "cuda" else None
+        collator = data_lib.make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
         train_loader = data_lib.train_loader(data.train, tokenizer, config, collator, global_batch)
         eval_loaders = {name: data_lib.eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0]
                         for name, ds in data.evaluation.items()}
