@@ -127,7 +127,7 @@ def run_child(cmd: list[str], log_path: str, timeout: float | None) -> dict:
     with open(log_path, "wb") as log:
         log.write(("$ " + shlex.join(cmd) + "\n").encode())
         log.flush()
-        start = time.perf_counter()
+        start, started_at = time.perf_counter(), time.time()
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
                                 env=env)
         timed_out = threading.Event()
@@ -157,6 +157,7 @@ def run_child(cmd: list[str], log_path: str, timeout: float | None) -> dict:
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
     rss = usage.ru_maxrss / (1024 * 1024) if sys.platform == "darwin" else usage.ru_maxrss / 1024
     return {"returncode": proc.returncode, "timed_out": timed_out.is_set(), "process_wall_s": round(wall, 3),
+            "process_started_at": started_at,
             "process_peak_rss_mb": round(rss, 1), "user_cpu_s": round(usage.ru_utime, 2),
             "sys_cpu_s": round(usage.ru_stime, 2)}
 
@@ -190,8 +191,17 @@ def read_tuneloop(run_dir: str, child: dict) -> dict:
     with open(os.path.join(run_dir, "results.json")) as f:
         res = json.load(f)
     ev, tr = res["eval"], res["train"]
+    # every evaluation's F1 and when it was logged, in seconds from process start: the time-to-quality curve
+    curve = []
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            if "eval/f1" in rec:
+                curve.append([round(rec["time"] - child["process_started_at"], 2), rec["eval/f1"], rec["step"]])
     out = {"epochs": tr.get("epochs"), "steps": tr.get("steps"), "train_samples": tr.get("num_samples"),
-           "eval_samples": ev.get("num_samples"), "train_loop_s": tr.get("runtime_s"),
+           "eval_samples": ev.get("num_samples"), "eval_curve": curve,
+           # training time without the evaluations, like the baseline's train_loop_s
+           "train_loop_s": tr.get("training_s", tr.get("runtime_s")),
            "samples_per_s": tr.get("samples_per_second"), "accuracy": ev.get("accuracy"), "f1": ev.get("f1"),
            "eval_loss": ev.get("loss"),
            # no inner clock for the whole process: its wall time and peak RSS are what the harness measured
@@ -261,6 +271,19 @@ def summarize(runs: list[dict], impls: list[str]) -> dict:
             ratios["samples_per_s_ratio"] = round(entry["samples_per_s"]["mean"] / base["samples_per_s"]["mean"], 3)
         if "wall_s" in entry and "wall_s" in base and base["wall_s"]["mean"]:
             ratios["wall_time_ratio"] = round(entry["wall_s"]["mean"] / base["wall_s"]["mean"], 3)
+        f1_target = base.get("f1", {}).get("mean")
+        if impl.startswith("tuneloop") and f1_target is not None:
+            # time to quality: seconds from process start to the first evaluation at or above the baseline's mean F1
+            times = []
+            for r in runs:
+                if r["impl"] == impl and r.get("ok"):
+                    hit = next((t for t, f1, _ in r.get("eval_curve", []) if f1 >= f1_target), None)
+                    times.append(hit)
+            entry["time_to_baseline_f1_s"] = times
+            reached = [t for t in times if t is not None]
+            if reached and len(reached) == len(times) and "wall_s" in base:
+                ratios["time_to_baseline_f1_vs_baseline_wall"] = round(statistics.fmean(reached) /
+                                                                       base["wall_s"]["mean"], 3)
         if ratios:
             entry["vs_baseline"] = ratios
     return summary
@@ -357,7 +380,7 @@ def main(argv=None) -> int:
                            "data_dir": args.data_dir},
               "notes": "summary wall_s and peak_rss_mb are measured by the harness for every process (os.wait4); "
                        "per-run wall_s/peak_rss_mb are the scripts' own (tuneloop: the harness's). tuneloop's "
-                       "train_loop_s is results.json train.runtime_s.",
+                       "train_loop_s is results.json train.training_s (evaluations excluded).",
               "complete": False, "runs": [], "summary": {}}
     total = len(args.seeds) * len(args.impls)
     print(f"{total} runs -> {out}\nlogs: {work}\nmachine: {machine_slug(machine)} ({machine['cpu']}, "

@@ -116,3 +116,28 @@ def test_cli_with_yaml_config_and_flag_override(tiny_model, shared_mrpc_dir, tmp
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert saved["batch_size"] == 16 and saved["lr"] == 0.001 and saved["max_steps"] == 3
     assert json.loads((out / "results.json").read_text())["train"]["global_batch_size"] == 16
+
+
+def test_dry_run_shows_shapes_and_one_forward_pass_and_writes_nothing(tiny_model, shared_mrpc_dir, tmp_path, capsys):
+    out = tmp_path / "never"
+    code = main(["train", "--task", "mrpc", "--data-dir", str(shared_mrpc_dir), "--model", tiny_model,
+                 "--output-dir", str(out), "--dry-run", "--quiet", "--batch-size", "4"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert code == 0 and not out.exists()
+    assert printed["examples"] == {"train": 200, "validation": 60}
+    assert printed["steps_per_epoch"] == 50 and printed["total_steps"] == 150
+    assert printed["batch_shapes"]["input_ids"][0] == 4 and printed["logits_shape"] == [4, 2]
+    assert printed["loss"] > 0
+
+
+def test_tensorboard_event_files(tiny_model, shared_mrpc_dir, tmp_path):
+    out = tmp_path / "tb"
+    tuneloop.train(TrainConfig(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out), report_to="tensorboard",
+                               **fast_options(tiny_model, max_steps=4, log_every=2)))
+    events = list((out / "tensorboard").rglob("events.out.tfevents.*"))
+    assert events and all(e.stat().st_size > 0 for e in events)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(events[0].parent))
+    acc.Reload()
+    assert "train/loss" in acc.Tags()["scalars"] and "eval/accuracy" in acc.Tags()["scalars"]

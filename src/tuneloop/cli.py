@@ -75,7 +75,7 @@ def cmd_train(ns) -> int:
     results = train(config_from_namespace(ns, TrainConfig))
     from accelerate import PartialState
 
-    if PartialState().is_main_process:
+    if PartialState().is_main_process and not results.get("config", {}).get("dry_run"):
         print_summary(results)
     return 0
 

@@ -87,8 +87,8 @@ class TrainConfig:
                                          "chapter; costs about 10%% of a CPU step)", "training", metavar="X")
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
-    mixed_precision: str = opt("auto", "auto: bf16 autocast where the hardware computes in bf16 natively (recent "
-                               "GPUs; CPUs with AMX), otherwise fp32", "training", MIXED_PRECISION)
+    mixed_precision: str = opt("auto", "auto: bf16 autocast on GPUs with native bf16 (and, with --recipe fast, on "
+                               "CPUs with AMX), otherwise fp32", "training", MIXED_PRECISION)
     recipe: str = opt("none", "fast: settings chosen for time-to-quality (batch 32, lr 1e-4 with 10%% warmup, 2 "
                       "epochs, frozen word embeddings, evaluation 4× per epoch); options you give still win",
                       "training", RECIPES)
@@ -120,6 +120,8 @@ class TrainConfig:
     log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
     report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
     quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+    dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
+                        "forward pass's loss, then exit without training or writing anything", "output")
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "TrainConfig":

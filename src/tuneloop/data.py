@@ -7,6 +7,7 @@ to Arrow by `datasets` (memory-mapped, cached by file signature), so everything 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import json
 import math
@@ -255,10 +256,19 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     features = datasets.Features({"idx": datasets.Value("int64"), "id": datasets.Value("string"),
                                   "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
                                   "label": datasets.Value("string")})
-    try:
+    with unwrapped_data_errors():
         return datasets.Dataset.from_generator(_canonical_rows, features=features, gen_kwargs=gen_kwargs,
                                                fingerprint=fingerprint, split=datasets.NamedSplit(split))
-    except Exception as e:  # datasets wraps errors raised inside the generator
+
+
+@contextlib.contextmanager
+def unwrapped_data_errors():
+    """datasets wraps errors raised in generators and worker processes; the user should see ours, not theirs."""
+    try:
+        yield
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001
         cause = e
         while cause is not None and not isinstance(cause, DataError):
             cause = cause.__cause__ or cause.__context__
@@ -516,20 +526,12 @@ class Tokenize:
         return encoded
 
 
-def tokenize(ds, tokenizer, max_length, pair, encoder, desc: str, num_proc: int | None = None, quiet=False):
+def tokenize(ds, tokenizer, max_length, pair, encoder, desc: str, num_proc: int | None = None):
     if num_proc is None:
         num_proc = min(os.cpu_count() or 1, 8) if len(ds) >= 200_000 else None
-    try:
-        out = ds.map(Tokenize(tokenizer, max_length, pair, encoder), batched=True, batch_size=1000,
-                     num_proc=num_proc, remove_columns=["text_a", "text_b", "label"], desc=desc)
-    except Exception as e:  # an error raised in a worker process comes back wrapped
-        cause = e
-        while cause is not None and not isinstance(cause, DataError):
-            cause = cause.__cause__ or cause.__context__
-        if cause is not None:
-            raise cause from None
-        raise
-    return out
+    with unwrapped_data_errors():
+        return ds.map(Tokenize(tokenizer, max_length, pair, encoder), batched=True, batch_size=1000,
+                      num_proc=num_proc, remove_columns=["text_a", "text_b", "label"], desc=desc)
 
 
 def model_inputs(ds, tokenizer):
@@ -653,12 +655,11 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
         labels = infer_label_schema(raw.train, config.problem_type, config.label_separator,
                                     raw.source.get("train", "training data"), task)
     max_length = config.max_length or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
-    quiet = config.quiet
 
     def run(ds, split, with_labels):
         encoder = LabelEncoder(labels, raw.source.get(split, split), accept_ids=task is not None) if with_labels \
             else None
-        return tokenize(ds, tokenizer, max_length, raw.pair, encoder, f"Tokenizing {split}", config.num_proc, quiet)
+        return tokenize(ds, tokenizer, max_length, raw.pair, encoder, f"Tokenizing {split}", config.num_proc)
 
     train = run(raw.train, "train", True) if raw.train is not None else None
     evaluation = {name: run(ds, name, True) for name, ds in raw.evaluation.items()}

@@ -11,8 +11,10 @@ from .tracking import TrainLog
 
 def train(config: TrainConfig | None = None, **options) -> dict:
     """Fine-tune and evaluate; returns what results.json holds. `train(epochs=1)` works like the CLI flags."""
-    config = (config or TrainConfig()).replace(**options) if options or config else TrainConfig()
+    config = (config or TrainConfig()).replace(**options)
     run = Session.setup(config)        # accelerator, data, model, AdamW, schedule, run folder (see session.py)
+    if run.config.dry_run:
+        return run.dry_run()           # config, sizes, steps, one batch and one forward pass; nothing written
     acc, model, optimizer, scheduler, cfg = run.accelerator, run.model, run.optimizer, run.scheduler, run.config
     progress = TrainLog(acc, run.total_steps, run.start_step, cfg.log_every, cfg.quiet, run.global_batch)
     step, run.loop_start = run.start_step, time.perf_counter()

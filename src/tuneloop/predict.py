@@ -222,7 +222,7 @@ def predict_file(model_dir: str, input_path: str, output: str, glue: bool = Fals
     raw = data_lib.load_user_files(None, None, input_path, text_columns, None,
                                    known_text=_known_text(input_path, meta, text_columns))
     tokenized = data_lib.tokenize(raw.test["test"], tokenizer, meta.get("max_length") or None, raw.pair, None,
-                                  "Tokenizing", quiet=quiet)
+                                  "Tokenizing")
     model = accelerator.prepare(model)
     rows = predict_dataset(model, tokenized, tokenizer, accelerator, labels, batch_size, quiet)
     if accelerator.is_main_process:
