@@ -100,3 +100,17 @@ def test_auto_precision_resolves_to_what_the_hardware_computes_natively():
     assert resolved.mixed_precision == ("bf16" if torch.cuda.is_available() and native_bf16(False) else "no")
     assert resolve_defaults(TrainConfig(recipe="fast")).mixed_precision == ("bf16" if native_bf16(False) else "no")
     assert resolve_defaults(TrainConfig(mixed_precision="no")).mixed_precision == "no"
+
+
+def test_example_configs_are_valid_options():
+    from pathlib import Path
+
+    from tuneloop.config import read_yaml_options
+
+    folder = Path(__file__).resolve().parents[1] / "configs"
+    files = sorted(folder.glob("*.yaml"))
+    assert len(files) >= 3
+    for path in files:
+        options = read_yaml_options(path)
+        config = TrainConfig(**{k: v for k, v in options.items() if not k.endswith(("_dir", "_file"))})
+        config.validate()
