@@ -79,6 +79,7 @@ def test_help_groups_options_and_shows_defaults(capsys):
     for group in ("data options", "model options", "training options", "evaluation options", "output options"):
         assert group in text
     assert "(default: 5e-05)" in text and "(default: minilm)" in text
+    assert "%%" not in text
 
 
 def test_fast_recipe_changes_defaults_only():

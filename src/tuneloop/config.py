@@ -84,12 +84,12 @@ class TrainConfig:
     warmup_ratio: float = opt(0.0, "warmup over this fraction of all steps (instead of --warmup-steps)",
                               "training", metavar="R")
     max_grad_norm: Optional[float] = opt(None, "clip the gradient norm to this (off by default, as in the course "
-                                         "chapter; costs about 10%% of a CPU step)", "training", metavar="X")
+                                         "chapter; costs about 10% of a CPU step)", "training", metavar="X")
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
     mixed_precision: str = opt("auto", "auto: bf16 autocast on GPUs with native bf16 (and, with --recipe fast, on "
                                "CPUs with AMX), otherwise fp32", "training", MIXED_PRECISION)
-    recipe: str = opt("none", "fast: settings chosen for time-to-quality (batch 32, lr 1e-4 with 10%% warmup, 2 "
+    recipe: str = opt("none", "fast: settings chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 "
                       "epochs, frozen word embeddings, evaluation 4× per epoch); options you give still win",
                       "training", RECIPES)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
