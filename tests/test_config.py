@@ -95,10 +95,8 @@ def test_fast_recipe_changes_defaults_only():
 def test_auto_precision_resolves_to_what_the_hardware_computes_natively():
     from tuneloop.session import native_bf16, resolve_defaults
 
-    import torch
-
     resolved = resolve_defaults(TrainConfig())
-    assert resolved.mixed_precision == ("bf16" if torch.cuda.is_available() and native_bf16(False) else "no")
+    assert resolved.mixed_precision == ("bf16" if native_bf16(False) else "no")
     assert resolve_defaults(TrainConfig(recipe="fast")).mixed_precision == ("bf16" if native_bf16(False) else "no")
     assert resolve_defaults(TrainConfig(mixed_precision="no")).mixed_precision == "no"
 

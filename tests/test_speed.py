@@ -1,0 +1,82 @@
+"""The CPU speed levers change the clock, not the results: dropout statistics, gradients, eval outputs, saved
+configs and process-wide settings are checked here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from tuneloop import speed
+
+from conftest import build_tiny_model, fast_options
+
+
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.5])
+def test_dropout_mask_keeps_one_minus_p_and_follows_the_seed(p):
+    torch.manual_seed(1)
+    mask = speed.dropout_mask((1000, 1000), p)
+    assert mask.dtype == torch.bool and mask.shape == (1000, 1000)
+    assert abs(mask.float().mean().item() - (1 - p)) < 3e-3
+    # no structure along the flattened order (the 16-bit slices of one word are independent)
+    assert abs(mask[:, 0::3].float().mean().item() - mask[:, 2::3].float().mean().item()) < 6e-3
+    torch.manual_seed(1)
+    assert torch.equal(mask, speed.dropout_mask((1000, 1000), p))
+    assert not torch.equal(mask, speed.dropout_mask((1000, 1000), p))
+
+
+def test_fast_dropout_scales_kept_values_and_gradients_alike():
+    x = torch.randn(64, 33, requires_grad=True)
+    torch.manual_seed(0)
+    y = speed.fast_dropout(x, 0.2)
+    kept = y != 0
+    assert torch.allclose(y[kept], x[kept] / 0.8)
+    y.sum().backward()
+    assert torch.allclose(x.grad, kept.float() / 0.8)
+    assert speed.fast_dropout(x, 0.2, training=False) is x
+    assert speed.fast_dropout(x, 0.0) is x
+
+
+def test_installed_model_is_unchanged_in_eval_and_random_in_training(tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    folder = build_tiny_model(tmp_path / "m", dropout=0.1)
+    plain = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").eval()
+    fast = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa")
+    assert speed.install_fast_dropout(fast) > 0
+    assert fast.config._attn_implementation == speed.ATTENTION_NAME
+    assert not any(type(m) is torch.nn.Dropout for m in fast.modules())
+    batch = {"input_ids": torch.randint(5, 40, (4, 12)), "attention_mask": torch.ones(4, 12, dtype=torch.long)}
+    batch["attention_mask"][1, 7:] = 0                        # padding goes through the mask path
+    fast.eval()
+    with torch.no_grad():
+        assert torch.allclose(fast(**batch).logits, plain(**batch).logits, atol=1e-6)
+    fast.train()
+    torch.manual_seed(3)
+    a = fast(**batch).logits
+    torch.manual_seed(3)
+    b = fast(**batch).logits
+    c = fast(**batch).logits
+    assert torch.equal(a, b) and not torch.allclose(a, c)
+    a.sum().backward()                                          # gradients reach every trainable weight
+    assert all(p.grad is not None for p in fast.parameters() if p.requires_grad)
+    fast.save_pretrained(tmp_path / "saved")
+    assert speed.ATTENTION_NAME not in (tmp_path / "saved" / "config.json").read_text()
+
+
+def test_bf16_run_on_cpu_leaves_the_process_matmul_setting_as_it_found_it(tiny_model, shared_mrpc_dir, tmp_path):
+    from tuneloop import train
+
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    result = train(data_dir=str(shared_mrpc_dir), task="mrpc", output_dir=str(tmp_path / "run"),
+                   **fast_options(tiny_model, epochs=1, mixed_precision="bf16", cpu=True))
+    assert result["train"]["mixed_precision"] == "bf16"
+    assert torch.backends.mkldnn.matmul.fp32_precision == before
+    config = json.loads((tmp_path / "run" / "model" / "config.json").read_text())
+    assert config.get("_attn_implementation") != speed.ATTENTION_NAME
+
+
+def test_allocator_tuning_is_idempotent():
+    first = speed.tune_cpu_allocator()
+    assert speed.tune_cpu_allocator() == first
