@@ -90,6 +90,15 @@ def test_fast_recipe_changes_defaults_only():
     mine = apply_recipe(TrainConfig(recipe="fast", batch_size=16, epochs=1))
     assert mine.batch_size == 16 and mine.epochs == 1 and mine.lr == FAST_RECIPE["lr"]
     assert apply_recipe(TrainConfig()) == TrainConfig()
+    # a value equal to the plain default, set on purpose, is not replaced either (flags, YAML, API keywords)
+    said = apply_recipe(TrainConfig(recipe="fast", epochs=3).with_explicit(["epochs", "recipe"]))
+    assert said.epochs == 3 and said.batch_size == FAST_RECIPE["batch_size"]
+    from tuneloop.cli import build_parser
+    from tuneloop.config import config_from_namespace
+
+    ns = build_parser().parse_args(["train", "--recipe", "fast", "--epochs", "3", "--lr", "5e-5"])
+    cli = apply_recipe(config_from_namespace(ns))
+    assert (cli.epochs, cli.lr, cli.batch_size) == (3, 5e-5, FAST_RECIPE["batch_size"])
 
 
 def test_auto_precision_resolves_to_what_the_hardware_computes_natively():

@@ -124,6 +124,8 @@ class TrainConfig:
     log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
     report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
     quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+    explicit_options: str = opt("", "options the user set (flags, YAML, API keywords), comma-separated: a recipe "
+                                "changes only the others", "output", cli=False)
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output")
 
@@ -189,6 +191,12 @@ class TrainConfig:
 
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
+
+    def with_explicit(self, names) -> "TrainConfig":
+        """Record `names` as set by the user (on top of those already recorded)."""
+        known = {f.name for f in dataclasses.fields(self)} - {"explicit_options"}
+        given = set(filter(None, self.explicit_options.split(","))) | (set(names) & known)
+        return self.replace(explicit_options=",".join(sorted(given)))
 
     # ------------------------------------------------------------------ YAML
     @classmethod
@@ -310,4 +318,4 @@ def config_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> Any:
     if getattr(ns, "config", None):
         values.update(read_yaml_options(ns.config, cls))
     values.update({k: v for k, v in vars(ns).items() if k in names})
-    return cls(**values)
+    return cls(**values).with_explicit(values)

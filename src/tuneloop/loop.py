@@ -11,7 +11,7 @@ from .tracking import TrainLog
 
 def train(config: TrainConfig | None = None, **options) -> dict:
     """Fine-tune and evaluate; returns what results.json holds. `train(epochs=1)` works like the CLI flags."""
-    config = (config or TrainConfig()).replace(**options)
+    config = (config or TrainConfig()).replace(**options).with_explicit(options)
     run = Session.setup(config)        # accelerator, data, model, AdamW, schedule, run folder (see session.py)
     if run.config.dry_run:
         return run.dry_run()           # config, sizes, steps, one batch and one forward pass; nothing written

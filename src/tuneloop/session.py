@@ -73,11 +73,13 @@ def native_bf16(cpu_only: bool) -> bool:
 
 
 def apply_recipe(config: TrainConfig) -> TrainConfig:
-    """A recipe changes the defaults only: options the user set explicitly keep their values."""
+    """A recipe changes the defaults only: options the user set (recorded in explicit_options, or differing
+    from the defaults) keep their values, so `--recipe fast --epochs 3` trains 3 epochs."""
     if config.recipe != "fast":
         return config
     defaults = TrainConfig()
-    changes = {k: v for k, v in FAST_RECIPE.items() if getattr(config, k) == getattr(defaults, k)}
+    given = set(filter(None, config.explicit_options.split(",")))
+    changes = {k: v for k, v in FAST_RECIPE.items() if k not in given and getattr(config, k) == getattr(defaults, k)}
     return config.replace(**changes)
 
 
