@@ -80,3 +80,13 @@ def test_bf16_run_on_cpu_leaves_the_process_matmul_setting_as_it_found_it(tiny_m
 def test_allocator_tuning_is_idempotent():
     first = speed.tune_cpu_allocator()
     assert speed.tune_cpu_allocator() == first
+
+
+def test_bf16_batches_are_padded_to_a_multiple_of_8(tiny_model, shared_mrpc_dir):
+    from tuneloop import train
+
+    info = train(data_dir=str(shared_mrpc_dir), task="mrpc", dry_run=True,
+                 **fast_options(tiny_model, mixed_precision="bf16", cpu=True))
+    assert info["batch_shapes"]["input_ids"][1] % 8 == 0
+    info = train(data_dir=str(shared_mrpc_dir), task="mrpc", dry_run=True, **fast_options(tiny_model, cpu=True))
+    assert info["config"]["mixed_precision"] == "no"
