@@ -36,7 +36,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import REPO, WORK_DIR, log_tail, machine_info, machine_slug, run_child, write_atomic  # noqa: E402
+from bench_train import (REPO, WORK_DIR, default_out, log_tail, machine_info, machine_slug, run_child,  # noqa: E402
+                         write_atomic)
 
 DEFAULT_WORK = os.path.join(WORK_DIR, "scale")   # git-ignored (/benchmarks/work/)
 GENERATOR_VERSION = 1                            # in the file names: bump when the generated text changes
@@ -323,14 +324,6 @@ def run_size(rows: int, args, files: dict, logs: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- main
-def default_out(date: str, machine: dict) -> str:
-    base = os.path.join(HERE, "results", f"{date}-{machine_slug(machine)}-scale")
-    path, n = base + ".json", 2
-    while os.path.exists(path):  # never overwrite an earlier result of the same day
-        path, n = f"{base}-{n}.json", n + 1
-    return path
-
-
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="40000,400000", help="training rows per run, comma-separated (default: "
@@ -363,7 +356,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     now = dt.datetime.now()
     machine = machine_info()
-    out = os.path.abspath(args.out) if args.out else default_out(now.strftime("%Y-%m-%d"), machine)
+    out = os.path.abspath(args.out) if args.out else default_out(now.strftime("%Y-%m-%d"), machine, "-scale")
     data_dir = os.path.join(args.work, "data")
     logs = os.path.join(args.work, "logs", now.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
     os.makedirs(data_dir, exist_ok=True)

@@ -331,8 +331,8 @@ def write_atomic(path: str, data: dict) -> None:
         raise
 
 
-def default_out(date: str, machine: dict) -> str:
-    base = os.path.join(HERE, "results", f"{date}-{machine_slug(machine)}")
+def default_out(date: str, machine: dict, suffix: str = "") -> str:
+    base = os.path.join(HERE, "results", f"{date}-{machine_slug(machine)}{suffix}")
     path, n = base + ".json", 2
     while os.path.exists(path):  # never overwrite an earlier benchmark of the same day
         path, n = f"{base}-{n}.json", n + 1

@@ -111,15 +111,20 @@ def use_cpu(config: TrainConfig) -> bool:
     would otherwise start N independent single-process runs."""
     if config.cpu:
         return True
-    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
-    accelerator_present = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
-    return launched and not accelerator_present
+    return launched_by_a_launcher() and not accelerator_present()
+
+
+def launched_by_a_launcher() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
+
+
+def accelerator_present() -> bool:
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
 
 
 def warn_single_process_cpu_launch() -> None:
     """`accelerate launch --cpu --num_processes N` without mpirun starts one process; say how to get N."""
-    launched = int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
-    if not launched and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" and os.environ.get("MASTER_ADDR") \
+    if not launched_by_a_launcher() and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" and os.environ.get("MASTER_ADDR") \
             and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")):
         log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
                     "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
@@ -143,12 +148,10 @@ def make_accelerator(config: TrainConfig, output_dir: str | None):
         if output_dir else None
     metrics_path = Path(output_dir or ".") / "metrics.jsonl"
     reset_accelerator_state()
-    precision = config.mixed_precision
-    accelerator_present = torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
-    cpu_bf16 = precision == "bf16" and (use_cpu(config) or not accelerator_present)
+    cpu = use_cpu(config)
+    cpu_bf16 = config.mixed_precision == "bf16" and (cpu or not accelerator_present())
     speed.cpu_bf16_matmuls(cpu_bf16)          # bf16 matrix products in oneDNN instead of autocast (speed.py)
-    precision = "no" if cpu_bf16 else precision
-    return Accelerator(cpu=use_cpu(config), mixed_precision=precision,
+    return Accelerator(cpu=cpu, mixed_precision="no" if cpu_bf16 else config.mixed_precision,
                        gradient_accumulation_steps=config.gradient_accumulation_steps,
                        log_with=tracking.trackers(config.report_to, metrics_path), project_config=project)
 

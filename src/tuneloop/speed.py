@@ -154,9 +154,3 @@ def install_fast_dropout(model) -> int:
             swapped += 1 if config._attn_implementation == ATTENTION_NAME else 0
     return swapped
 
-
-def restore_attention(model) -> None:
-    """Back to plain SDPA, so a saved config.json names nothing that exists only inside tuneloop."""
-    config = getattr(model, "config", None)
-    if config is not None and getattr(config, "_attn_implementation", None) == ATTENTION_NAME:
-        model.set_attn_implementation("sdpa")
