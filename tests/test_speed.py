@@ -65,6 +65,32 @@ def test_installed_model_is_unchanged_in_eval_and_random_in_training(tmp_path):
     assert speed.ATTENTION_NAME not in (tmp_path / "saved" / "config.json").read_text()
 
 
+def test_evaluation_attention_in_cpu_pieces_matches_sdpa(tmp_path, monkeypatch):
+    from transformers import AutoModelForSequenceClassification
+
+    folder = build_tiny_model(tmp_path / "m", dropout=0.1)
+    plain = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").eval()
+    fast = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa")
+    speed.install_fast_dropout(fast)
+    fast.eval()
+    batch = {"input_ids": torch.randint(5, 40, (7, 20)), "attention_mask": torch.ones(7, 20, dtype=torch.long)}
+    for row, length in enumerate([20, 3, 11, 20, 1, 17, 9]):
+        batch["attention_mask"][row, length:] = 0
+    pieces = []
+    real = speed._math_attention
+    monkeypatch.setattr(speed, "_math_attention", lambda q, *a: pieces.append(q.shape[0]) or real(q, *a))
+    heads = fast.config.num_attention_heads
+    monkeypatch.setattr(speed, "_CPU_MATH_CHUNK", 2 * heads * 20 * 20)      # two rows a piece: 4 pieces a layer
+    with torch.no_grad():
+        expected = plain(**batch).logits
+        assert torch.allclose(fast(**batch).logits, expected, atol=1e-5)
+        assert pieces[:4] == [2, 2, 2, 1] and len(pieces) == 4 * fast.config.num_hidden_layers
+        pieces.clear()
+        monkeypatch.setattr(speed, "_CPU_MATH_MAX_KEYS", 16)                # longer keys: the fused kernel
+        assert torch.allclose(fast(**batch).logits, expected, atol=1e-5)
+        assert pieces == []
+
+
 def test_bf16_run_on_cpu_leaves_the_process_matmul_setting_as_it_found_it(tiny_model, shared_mrpc_dir, tmp_path):
     from tuneloop import train
 
