@@ -91,6 +91,23 @@ def test_evaluation_attention_in_cpu_pieces_matches_sdpa(tmp_path, monkeypatch):
         assert pieces == []
 
 
+def test_without_dropout_training_attention_on_cpu_matches_sdpa_with_gradients(tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    folder = build_tiny_model(tmp_path / "m", dropout=0.0)
+    plain = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").train()
+    fast = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").train()
+    speed.install_fast_dropout(fast)
+    assert fast.config._attn_implementation == speed.ATTENTION_NAME
+    batch = {"input_ids": torch.randint(5, 40, (3, 10)), "attention_mask": torch.ones(3, 10, dtype=torch.long),
+             "labels": torch.tensor([0, 1, 1])}
+    batch["attention_mask"][2, 4:] = 0
+    plain(**batch).loss.backward()
+    fast(**batch).loss.backward()
+    for (name, a), b in zip(plain.named_parameters(), fast.parameters()):
+        assert torch.allclose(a.grad, b.grad, atol=1e-5), name
+
+
 def test_bf16_run_on_cpu_leaves_the_process_matmul_setting_as_it_found_it(tiny_model, shared_mrpc_dir, tmp_path):
     from tuneloop import train
 

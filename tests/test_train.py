@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 import yaml
 
 import tuneloop
@@ -141,3 +142,16 @@ def test_tensorboard_event_files(tiny_model, shared_mrpc_dir, tmp_path):
     acc = EventAccumulator(str(events[0].parent))
     acc.Reload()
     assert "train/loss" in acc.Tags()["scalars"] and "eval/accuracy" in acc.Tags()["scalars"]
+
+
+def test_dropout_option_sets_every_dropout_probability(tiny_model, tmp_path):
+    from tuneloop.data import LabelSchema
+    from tuneloop.model import load_model
+
+    labels = LabelSchema("single_label_classification", ["no", "yes"])
+    model = load_model(tiny_model, labels, dropout=0.25)
+    assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.25
+    assert model.config.classifier_dropout == 0.25
+    rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert rates == {0.25}
+    assert load_model(tiny_model, labels).config.classifier_dropout is None       # the model's own by default

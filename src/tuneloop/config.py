@@ -72,6 +72,8 @@ class TrainConfig:
     attention: str = opt("sdpa", "attention kernel (transformers attn_implementation)", "model", ("sdpa", "eager"))
     freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
                                   "weights): faster steps, usually the same accuracy", "model")
+    dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
+                                   "own, 0.1 for BERT-style encoders)", "model", metavar="P")
     fast_dropout: bool = opt(True, "on the CPU, draw dropout masks from 16-bit random numbers (p rounded to a "
                              "multiple of 1/65536): about 10% faster steps than torch's bernoulli_", "model")
     # training
@@ -94,7 +96,7 @@ class TrainConfig:
                                "in bf16 with fp32 accumulation (oneDNN) and the rest in fp32", "training",
                                MIXED_PRECISION)
     recipe: str = opt("none", "fast: settings chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 "
-                      "epochs, frozen word embeddings, evaluation 4× per epoch); options you give still win",
+                      "epochs, no dropout, frozen word embeddings, evaluation 4× per epoch); options you give still win",
                       "training", RECIPES)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
@@ -144,6 +146,7 @@ class TrainConfig:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every"):
             need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
         need(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")

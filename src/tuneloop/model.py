@@ -70,8 +70,14 @@ def load_tokenizer(name: str):
         raise _load_error(name, "tokenizer", e) from None
 
 
-def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa"):
-    """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config."""
+# the dropout probabilities of the encoder families transformers ships, under their config names
+DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout", "dropout",
+                    "attention_dropout", "seq_classif_dropout", "hidden_dropout", "attention_probs_dropout")
+
+
+def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa", dropout: float | None = None):
+    """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config; `dropout`,
+    when given, replaces every dropout probability the config names."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model(name)
@@ -83,6 +89,11 @@ def load_model(name: str, labels, task: str | None = None, attention: str = "sdp
         config = AutoConfig.from_pretrained(path, **kwargs)
         if task:
             config.finetuning_task = task
+        if dropout is not None:
+            for setting in DROPOUT_SETTINGS:
+                if isinstance(getattr(config, setting, None), float) or setting == "classifier_dropout" \
+                        and hasattr(config, setting):
+                    setattr(config, setting, dropout)
         # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
         return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True,
                                                                   attn_implementation=attention)

@@ -108,28 +108,29 @@ _CPU_MATH_CHUNK = 2 << 20           # attention scores per piece: 8 MB in fp32, 
 
 
 def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
-    """While training, SDPA's computation written out with the cheap mask on the attention probabilities (CPU
-    SDPA falls back to that math path with bernoulli_ whenever dropout_p > 0). In evaluation: on CPUs with short
-    sequences the same math in cache-sized pieces, elsewhere the fused SDPA kernel."""
+    """On CPUs with keys up to 128 long: matmul + softmax in cache-sized pieces, with the cheap dropout mask while
+    training; CPU SDPA's fused kernel measured 2x slower there forward and far slower backward, and with dropout it
+    falls back to this math anyway, with bernoulli_. Longer keys: the same math while dropout is due, else SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-    training = module.training and dropout > 0.0
+    dropout = dropout if module.training else 0.0
     short_on_cpu = query.device.type == "cpu" and key.shape[-2] <= _CPU_MATH_MAX_KEYS
-    if not training and not short_on_cpu:
+    if dropout == 0.0 and not short_on_cpu:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=scaling,
                                       **kwargs)
     if key.shape[1] != query.shape[1]:          # grouped-query attention: share each key/value head
         groups = query.shape[1] // key.shape[1]
         key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
     scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
-    if training:
-        return _math_attention(query, key, value, attention_mask, scaling, dropout).transpose(1, 2).contiguous(), None
-    step = max(1, _CPU_MATH_CHUNK // (query.shape[1] * query.shape[2] * key.shape[2]))
+    step = query.shape[0]
+    if short_on_cpu:
+        step = max(1, _CPU_MATH_CHUNK // (query.shape[1] * query.shape[2] * key.shape[2]))
     pieces = [_math_attention(query[i:i + step], key[i:i + step], value[i:i + step],
                               attention_mask if attention_mask is None or attention_mask.shape[0] == 1
-                              else attention_mask[i:i + step], scaling, 0.0)
+                              else attention_mask[i:i + step], scaling, dropout)
               for i in range(0, query.shape[0], step)]
-    return torch.cat(pieces).transpose(1, 2).contiguous(), None
+    out = pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+    return out.transpose(1, 2).contiguous(), None
 
 
 def _math_attention(query, key, value, attention_mask, scaling: float, dropout: float):
@@ -163,7 +164,7 @@ def install_fast_dropout(model) -> int:
                 swapped += 1
     config = getattr(model, "config", None)
     if config is not None and getattr(config, "_attn_implementation", None) == "sdpa" \
-            and getattr(config, "attention_probs_dropout_prob", 0) and hasattr(model, "set_attn_implementation"):
+            and hasattr(model, "set_attn_implementation"):
         try:
             _register_attention()
             model.set_attn_implementation(ATTENTION_NAME)
