@@ -195,11 +195,15 @@ class TrainConfig:
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
 
+    @property
+    def explicit(self) -> set[str]:
+        """The options the user set, as recorded in explicit_options."""
+        return set(filter(None, self.explicit_options.split(",")))
+
     def with_explicit(self, names) -> "TrainConfig":
         """Record `names` as set by the user (on top of those already recorded)."""
         known = {f.name for f in dataclasses.fields(self)} - {"explicit_options"}
-        given = set(filter(None, self.explicit_options.split(","))) | (set(names) & known)
-        return self.replace(explicit_options=",".join(sorted(given)))
+        return self.replace(explicit_options=",".join(sorted(self.explicit | (set(names) & known))))
 
     # ------------------------------------------------------------------ YAML
     @classmethod

@@ -90,10 +90,8 @@ def load_model(name: str, labels, task: str | None = None, attention: str = "sdp
         if task:
             config.finetuning_task = task
         if dropout is not None:
-            for setting in DROPOUT_SETTINGS:
-                if isinstance(getattr(config, setting, None), float) or setting == "classifier_dropout" \
-                        and hasattr(config, setting):
-                    setattr(config, setting, dropout)
+            for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
+                setattr(config, setting, dropout)
         # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
         return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True,
                                                                   attn_implementation=attention)

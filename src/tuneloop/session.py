@@ -80,8 +80,8 @@ def apply_recipe(config: TrainConfig) -> TrainConfig:
     if config.recipe != "fast":
         return config
     defaults = TrainConfig()
-    given = set(filter(None, config.explicit_options.split(",")))
-    changes = {k: v for k, v in FAST_RECIPE.items() if k not in given and getattr(config, k) == getattr(defaults, k)}
+    changes = {k: v for k, v in FAST_RECIPE.items()
+               if k not in config.explicit and getattr(config, k) == getattr(defaults, k)}
     return config.replace(**changes)
 
 
@@ -126,8 +126,8 @@ def accelerator_present() -> bool:
 
 def warn_single_process_cpu_launch() -> None:
     """`accelerate launch --cpu --num_processes N` without mpirun starts one process; say how to get N."""
-    if not launched_by_a_launcher() and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" and os.environ.get("MASTER_ADDR") \
-            and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")):
+    if not launched_by_a_launcher() and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true" \
+            and os.environ.get("MASTER_ADDR") and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")):
         log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
                     "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
                     "--num_processes N` or `torchrun --nproc_per_node N`")

@@ -10,6 +10,9 @@
   from 16-bit slices of 64-bit random words costs ~1 ns per element and saved ~10% of a bf16 step. The drop
   probability is rounded to a multiple of 1/65536 (0.1 becomes 0.100006); FlashAttention rounds to 1/256.
   Masks come from torch's default generator, so seeding and checkpointed RNG state work as before.
+- The same install routes the model's attention, on CPUs, through `_attention`: for keys up to 128 tokens,
+  matmul + softmax in cache-sized pieces beat the fused SDPA kernel 1.5-3.9x in evaluation and 2.1-5.9x in
+  training (benchmarks/bench_attention.py); with dropout due, it draws the cheap mask.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import math
 import sys
 
 import torch
@@ -73,9 +77,7 @@ _THRESHOLD_BASE = -(1 << 15)
 
 def dropout_mask(shape, p: float, device=None) -> torch.Tensor:
     """Boolean keep-mask, True with probability 1 - p (p rounded to a multiple of 2**-16)."""
-    n = 1
-    for size in shape:
-        n *= size
+    n = math.prod(shape)
     # random_() on int64 fills [0, 2**63): the low three 16-bit slices of each word are uniform
     words = torch.empty((n + 2) // 3, dtype=torch.int64, device=device).random_()
     slices = words.view(torch.int16).view(-1, 4)[:, :3].reshape(-1)[:n]
@@ -101,16 +103,16 @@ class FastDropout(torch.nn.Dropout):
 ATTENTION_NAME = "tuneloop_sdpa"
 
 
-# Below this key length the CPU's fused SDPA kernel loses to plain matmul + softmax done in cache-sized pieces
-# (MiniLM evaluation, batch 64: 2.7 s -> 1.5 s on MRPC's dev set); at 256 and beyond the fused kernel wins.
+# Up to this key length the CPU's fused SDPA kernel loses to plain matmul + softmax done in cache-sized pieces
+# (benchmarks/bench_attention.py); at 256 and beyond the two are even, and SDPA needs less memory.
 _CPU_MATH_MAX_KEYS = 128
 _CPU_MATH_CHUNK = 2 << 20           # attention scores per piece: 8 MB in fp32, about what stays in cache
 
 
 def _attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling=None, **kwargs):
     """On CPUs with keys up to 128 long: matmul + softmax in cache-sized pieces, with the cheap dropout mask while
-    training; CPU SDPA's fused kernel measured 2x slower there forward and far slower backward, and with dropout it
-    falls back to this math anyway, with bernoulli_. Longer keys: the same math while dropout is due, else SDPA."""
+    training. Longer keys: the same math, unpieced, while dropout is due (CPU SDPA falls back to it anyway, with
+    bernoulli_), else SDPA."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     dropout = dropout if module.training else 0.0
@@ -155,7 +157,7 @@ def _register_attention() -> None:
 
 def install_fast_dropout(model) -> int:
     """Swap the model's nn.Dropout modules for FastDropout and, for an SDPA model that follows transformers'
-    attention interface, route training-time attention dropout through it. Returns how many were swapped."""
+    attention interface, route its attention through `_attention`. Returns how many modules were swapped."""
     swapped = 0
     for parent in model.modules():
         for name, child in list(parent.named_children()):
@@ -169,7 +171,7 @@ def install_fast_dropout(model) -> int:
             _register_attention()
             model.set_attn_implementation(ATTENTION_NAME)
         except (ImportError, ValueError, AttributeError) as e:    # older transformers: keep plain SDPA
-            log.debug("fast attention dropout not installed: %s", e)
+            log.debug("tuneloop attention not installed: %s", e)
         else:
             swapped += 1 if config._attn_implementation == ATTENTION_NAME else 0
     return swapped
