@@ -36,7 +36,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    speed.cpu_bf16_matmuls(True)
+    levers = speed.CpuLevers(bf16_matmuls=True)      # as --mixed-precision auto sets them on AMX CPUs
+    levers.__enter__()
 
     class Layer(torch.nn.Module):
         pass
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
             layer.train(train)
             q, k, v = (t.clone().requires_grad_(train) for t in (q0, k0, v0))
             with torch.set_grad_enabled(train):
-                out = speed._attention(layer, q, k, v, mask, dropout=0.0)[0]
+                out = speed.chunked_attention(layer, q, k, v, mask, dropout=0.0)[0]
                 if train:
                     out.sum().backward()
 
@@ -80,13 +81,13 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"{mode:10s} batch {batch:3d} × {length:3d}: SDPA {row['sdpa_ms']:7.1f} ms, "
                   f"tuneloop {row['tuneloop_ms']:7.1f} ms ({row['speedup']:.2f}×)", flush=True)
-    speed.restore_cpu_matmuls()
+    levers.__exit__(None, None, None)
     machine = machine_info()
     out = args.out or default_out(dt.date.today().isoformat(), machine, "-attention")
     write_atomic(out, {"date": dt.date.today().isoformat(), "machine": machine,
                        "command": "python benchmarks/bench_attention.py", "heads": args.heads,
                        "head_dim": args.head_dim, "repeats": args.repeats,
-                       "cpu_math_max_keys": speed._CPU_MATH_MAX_KEYS, "rows": rows})
+                       "cpu_math_max_keys": speed.CPU_CHUNKED_MAX_KEYS, "rows": rows})
     print(f"results: {out}")
     return 0
 

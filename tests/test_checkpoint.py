@@ -46,10 +46,15 @@ def cli_args(opts: dict) -> list[str]:
     return args
 
 
+# `tuneloop train`, slowed down by an on_step hook so that a test can interrupt it at a chosen point
+SLOW_CLI = ("import sys, time; from tuneloop.cli import main; "
+            "sys.exit(main(sys.argv[2:], on_step=lambda state: time.sleep(float(sys.argv[1]))))")
+
+
 def start_training(opts: dict, delay: float = 0.05) -> subprocess.Popen:
-    env = {**os.environ, "TUNELOOP_DEBUG_STEP_DELAY": str(delay), "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tuneloop", "train", *cli_args(opts)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-c", SLOW_CLI, str(delay), "train", *cli_args(opts)], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(predicate, proc, timeout=120.0):
@@ -155,8 +160,10 @@ def test_resume_refuses_an_incompatible_config_but_allows_harmless_changes(dropo
     out = tmp_path / "run"
     opts = options(dropout_model, data_dir, out, max_steps=20)
     tuneloop.train(TrainConfig(**opts))
+    saved = (out / "config.yaml").read_bytes()
     with pytest.raises(TuneloopError, match=r"other settings .*--batch-size 8 → 16"):
         tuneloop.train(TrainConfig(**{**opts, "batch_size": 16}, resume="latest"))
+    assert (out / "config.yaml").read_bytes() == saved           # a refused resume writes nothing
     with pytest.raises(TuneloopError, match=r"--lr"):
         tuneloop.train(TrainConfig(**{**opts, "lr": 1e-4}, resume="latest"))
     results = tuneloop.train(TrainConfig(**{**opts, "eval_every": 5, "log_every": 2}, resume="latest"))
@@ -207,9 +214,9 @@ def test_early_stopping(tiny_model, tmp_path):
 
 
 def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
-    from tuneloop import session
+    from tuneloop import setup
 
-    real_load = session.load_model
+    real_load = setup.load_model
 
     def poisoned_load(*args, **kwargs):
         model = real_load(*args, **kwargs)
@@ -222,7 +229,7 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
         model.classifier.register_forward_hook(hook)
         return model
 
-    monkeypatch.setattr(session, "load_model", poisoned_load)
+    monkeypatch.setattr(setup, "load_model", poisoned_load)
     with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
         tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "a", max_steps=10, save_every=None)))
     results = tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "b", max_steps=10,

@@ -82,32 +82,104 @@ def test_help_groups_options_and_shows_defaults(capsys):
     assert "%%" not in text
 
 
-def test_fast_recipe_changes_defaults_only():
-    from tuneloop.session import FAST_RECIPE, apply_recipe
+def preset_fast() -> dict:
+    from tuneloop.resolve import preset
 
-    fast = apply_recipe(TrainConfig(recipe="fast"))
-    assert {k: getattr(fast, k) for k in FAST_RECIPE} == FAST_RECIPE
-    mine = apply_recipe(TrainConfig(recipe="fast", batch_size=16, epochs=1))
-    assert mine.batch_size == 16 and mine.epochs == 1 and mine.lr == FAST_RECIPE["lr"]
-    assert apply_recipe(TrainConfig()) == TrainConfig()
-    # a value equal to the plain default, set on purpose, is not replaced either (flags, YAML, API keywords)
-    said = apply_recipe(TrainConfig(recipe="fast", epochs=3).with_explicit(["epochs", "recipe"]))
-    assert said.epochs == 3 and said.batch_size == FAST_RECIPE["batch_size"]
+    return preset("fast")
+
+
+def test_presets_are_shipped_yaml_files_and_the_recipe_choices():
+    from tuneloop.config import PRESETS_DIR, RECIPES
+
+    assert (PRESETS_DIR / "fast.yaml").is_file() and "fast" in RECIPES
+    fast = preset_fast()
+    assert fast["batch_size"] == 32 and fast["epochs"] == 2 and fast["eval_every"] == "4/epoch"
+    TrainConfig(**fast).validate()
+
+
+def test_options_you_give_win_over_a_preset_at_every_layer(tmp_path):
     from tuneloop.cli import build_parser
-    from tuneloop.config import config_from_namespace
+    from tuneloop.config import options_from_namespace
+    from tuneloop.resolve import resolve_config
 
+    fast = resolve_config(recipe="fast")
+    assert {k: getattr(fast, k) for k in preset_fast()} == preset_fast()
+    # a value equal to the plain default, given on purpose, is not replaced: flags, YAML and keywords alike
     ns = build_parser().parse_args(["train", "--recipe", "fast", "--epochs", "3", "--lr", "5e-5"])
-    cli = apply_recipe(config_from_namespace(ns))
-    assert (cli.epochs, cli.lr, cli.batch_size) == (3, 5e-5, FAST_RECIPE["batch_size"])
+    cli = resolve_config(**options_from_namespace(ns))
+    assert (cli.epochs, cli.lr, cli.batch_size) == (3, 5e-5, 32)
+    yaml_file = tmp_path / "run.yaml"
+    yaml_file.write_text(yaml.safe_dump({"recipe": "fast", "epochs": 3, "batch_size": 8}))
+    from_yaml = resolve_config(config_file=yaml_file, batch_size=16)
+    assert (from_yaml.epochs, from_yaml.batch_size, from_yaml.lr) == (3, 16, 1e-4)      # flags win over YAML
+    assert resolve_config(recipe="fast", epochs=3).epochs == 3
+    # a TrainConfig object counts as what differs from the defaults
+    assert resolve_config(TrainConfig(recipe="fast", batch_size=16)).batch_size == 16
+    assert resolve_config(TrainConfig(recipe="fast", batch_size=16)).epochs == 2
+    assert resolve_config().recipe == "none" and resolve_config().epochs == 3
+    assert "explicit_options" not in resolve_config(recipe="fast").to_dict()
 
 
-def test_auto_precision_resolves_to_what_the_hardware_computes_natively():
-    from tuneloop.session import native_bf16, resolve_defaults
+def test_resolution_fills_what_was_left_to_tuneloop():
+    from tuneloop.resolve import resolve_config
+    from tuneloop.system import native_bf16, runs_on_cpu
 
-    resolved = resolve_defaults(TrainConfig())
+    resolved = resolve_config()
+    assert (resolved.task, resolved.data_dir) == ("mrpc", "sample")
     assert resolved.mixed_precision == ("bf16" if native_bf16(False) else "no")
-    assert resolve_defaults(TrainConfig(recipe="fast")).mixed_precision == ("bf16" if native_bf16(False) else "no")
-    assert resolve_defaults(TrainConfig(mixed_precision="no")).mixed_precision == "no"
+    assert resolved.attention == ("chunked" if runs_on_cpu(False) else "sdpa")
+    assert resolved.output_dir.startswith("runs/mrpc-")
+    assert resolve_config(mixed_precision="no", attention="eager").mixed_precision == "no"
+    assert resolve_config(mixed_precision="no", attention="eager").attention == "eager"
+    assert resolve_config(max_grad_norm=0).max_grad_norm is None
+    left = resolve_config(machine=False)
+    assert (left.mixed_precision, left.attention) == ("auto", "auto")
+    again = resolve_config(resolved)
+    assert again == resolved                              # resolving a resolved config changes nothing
+
+
+def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
+    from tuneloop.resolve import resolve_config
+
+    run = resolve_config(output_dir=str(tmp_path), lr=2e-4, epochs=5, mixed_precision="no")
+    run.save_yaml(tmp_path / "config.yaml")
+    resumed = resolve_config(output_dir=str(tmp_path), resume="latest", log_every=2)
+    assert (resumed.lr, resumed.epochs, resumed.log_every, resumed.resume) == (2e-4, 5, 2, "latest")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"metric_for_best": "f2"}, r"--metric-for-best: 'f2' is not reported .*choose one of accuracy, f1, loss"),
+    ({"metric_for_best": "pearson", "task": "rte"}, r"--metric-for-best: 'pearson'"),
+    ({"eval_every": "x/epoch"}, r"--eval-every: must be a number of steps \(>= 1\) or K/epoch"),
+    ({"eval_every": "0"}, r"--eval-every"),
+    ({"recipe": "slow"}, r"--recipe: unknown value 'slow'"),
+    ({"learning_rate": 1e-4}, r"unknown option\(s\) learning_rate"),
+])
+def test_resolution_refuses_before_reading_any_data(options, message):
+    from tuneloop.resolve import resolve_config
+
+    with pytest.raises(ConfigError, match=message):
+        resolve_config(**options)
+
+
+def test_metric_for_best_of_own_data_is_checked_against_the_problem_type(tmp_path):
+    from tuneloop.resolve import resolve_config
+
+    data = tmp_path / "t.csv"
+    data.write_text("text,label\na,0\nb,1\n")
+    assert resolve_config(train_file=str(data), metric_for_best="f1_macro").metric_for_best == "f1_macro"
+    with pytest.raises(ConfigError, match="'pearson'"):
+        resolve_config(train_file=str(data), problem_type="single_label_classification", metric_for_best="pearson")
+
+
+def test_eval_every_in_steps_or_times_per_epoch():
+    from tuneloop.state import Plan
+
+    assert Plan.make(100, TrainConfig(eval_every="4/epoch"), 1).eval_interval == 25
+    assert Plan.make(100, TrainConfig(eval_every=30), 1).eval_interval == 30
+    assert Plan.make(3, TrainConfig(eval_every="4/epoch"), 1).eval_interval == 1
+    plan = Plan.make(10, TrainConfig(eval_every=4, epochs=2), 1)
+    assert [s for s in range(1, 21) if plan.eval_due(s)] == [4, 8, 10, 12, 16, 20]
 
 
 def test_example_configs_are_valid_options():

@@ -9,8 +9,11 @@ import pytest
 import torch
 
 from tuneloop import DataError, TrainConfig
-from tuneloop.data import (LabelEncoder, LengthGroupedSampler, detect_columns, infer_label_schema, load_glue_folder,
-                           load_user_files, make_collator, prepare_data, train_loader)
+from tuneloop.data.batching import LengthGroupedSampler, make_collator, train_loader
+from tuneloop.data.labels import LabelEncoder, infer_label_schema
+from tuneloop.data.prepare import prepare_data
+from tuneloop.data.readers import detect_columns
+from tuneloop.data.sources import load_glue_folder, load_user_files
 from tuneloop.model import load_tokenizer
 from tuneloop.tasks import TASKS
 
@@ -161,3 +164,16 @@ def test_length_grouped_sampler_is_a_seeded_permutation_with_less_padding():
     assert sorted(plain) == list(range(1000))
     assert padded(first) < 0.7 * padded(plain)
 
+
+
+def test_built_in_sample_is_the_recorded_data():
+    """The sample stays byte-identical to what its README's provenance section records."""
+    import hashlib
+    import re
+
+    from tuneloop.data.sources import SAMPLE_DIR
+
+    recorded = dict(re.findall(r"\| `(\w+\.tsv)` \| `([0-9a-f]{64})` \|", (SAMPLE_DIR / "README.md").read_text()))
+    assert set(recorded) == {"train.tsv", "dev.tsv", "test.tsv"}
+    for name, digest in recorded.items():
+        assert hashlib.sha256((SAMPLE_DIR / name).read_bytes()).hexdigest() == digest, name

@@ -9,7 +9,10 @@ import random
 import numpy as np
 
 from tuneloop.config import TrainConfig
-from tuneloop.data import LengthGroupedSampler, describe_stats, load_user_files, prepare_data, tokenize
+from tuneloop.data.batching import LengthGroupedSampler
+from tuneloop.data.prepare import prepare_data
+from tuneloop.data.sources import load_user_files
+from tuneloop.data.tokenize import describe_stats, tokenize
 from tuneloop.model import load_tokenizer
 
 from conftest import keyword_pair

@@ -145,7 +145,7 @@ def test_tensorboard_event_files(tiny_model, shared_mrpc_dir, tmp_path):
 
 
 def test_dropout_option_sets_every_dropout_probability(tiny_model, tmp_path):
-    from tuneloop.data import LabelSchema
+    from tuneloop.data.labels import LabelSchema
     from tuneloop.model import load_model
 
     labels = LabelSchema("single_label_classification", ["no", "yes"])

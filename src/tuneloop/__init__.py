@@ -1,17 +1,16 @@
 """tuneloop: fine-tune pretrained transformer encoders for text classification and regression."""
 
-__version__ = "0.1.0"
-
-from .config import TrainConfig  # noqa: E402
-from .errors import ConfigError, DataError, TuneloopError  # noqa: E402
-from .checkpoint import Interrupted  # noqa: E402
+from .config import TrainConfig
+from .errors import ConfigError, DataError, Interrupted, TuneloopError
+from .version import __version__
 
 
-def train(config: TrainConfig | None = None, **options) -> dict:
-    """Fine-tune, evaluate and save; returns the contents of results.json. See `TrainConfig` for options."""
+def train(config: TrainConfig | None = None, *, on_step=None, **options) -> dict:
+    """Fine-tune, evaluate and save; returns the contents of results.json. See `TrainConfig` for options;
+    `on_step(state)` is called after every optimizer step."""
     from .loop import train as _train
 
-    return _train(config, **options)
+    return _train(config, on_step=on_step, **options)
 
 
 def notebook_train(config: TrainConfig | None = None, num_processes: int | None = None, **options) -> dict:
@@ -21,4 +20,5 @@ def notebook_train(config: TrainConfig | None = None, num_processes: int | None 
     return _notebook_train(config, num_processes=num_processes, **options)
 
 
-__all__ = ["notebook_train", "TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted", "__version__"]
+__all__ = ["notebook_train", "TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted",
+           "__version__"]

@@ -1,128 +1,23 @@
-"""The run folder: refusing to clobber, atomic writes of results and models."""
+"""Checkpoints: `accelerator.save_state` (model, optimizer, scheduler, random states on every process) plus the
+run's TrainState and config, written under a temporary name and renamed; loading the newest complete one, with
+a fallback past damaged ones and a refusal of settings that would change the run."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import tempfile
-import time
 from pathlib import Path
 
+from .atomic import atomic_write_json, atomic_write_text
 from .errors import TuneloopError
 
-RUN_MARKER = "tuneloop-run.json"
-# what a run writes; --overwrite removes these and nothing else
-RUN_OUTPUTS = (RUN_MARKER, "config.yaml", "metrics.jsonl", "results.json", "model", "best", "checkpoints",
-               "predictions", "report.html", "plots", "tensorboard", "train.log")
-
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)          # mkstemp makes 0600; results are meant to be shared
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: str | os.PathLike, data) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
-
-
-@contextlib.contextmanager
-def atomic_folder(folder: str | os.PathLike):
-    """Yield a temporary folder; on success it replaces `folder` (the old one survives any failure)."""
-    folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".tmp"))
-    try:
-        yield tmp
-        if folder.exists():
-            old = folder.with_name(f".{folder.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-            os.replace(folder, old)
-            os.replace(tmp, folder)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def default_output_dir(task: str | None) -> str:
-    return str(Path("runs") / f"{task or 'custom'}-{time.strftime('%Y%m%d-%H%M%S')}")
-
-
-def is_run_folder(folder: str | os.PathLike) -> bool:
-    return (Path(folder) / RUN_MARKER).is_file()
-
-
-def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> None:
-    """Refuse a folder that holds something we would clobber (reads only: safe on every process)."""
-    folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise TuneloopError(f"--output-dir {folder}: exists and is a file; choose another folder")
-    if resume or overwrite or not folder.is_dir() or not any(folder.iterdir()):
-        return
-    what = "an earlier tuneloop run" if is_run_folder(folder) else "files that are not a tuneloop run"
-    raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder, or pass --overwrite "
-                        "to replace tuneloop's outputs there (other files are left alone)")
-
-
-def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> Path:
-    """Create the run folder; with --overwrite remove an earlier run's outputs (and only those)."""
-    folder = Path(folder)
-    check_run_folder(folder, overwrite, resume)
-    if overwrite and not resume and folder.is_dir():
-        for name in RUN_OUTPUTS:
-            target = folder / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def write_run_marker(folder: Path, info: dict) -> None:
-    atomic_write_json(folder / RUN_MARKER, info)
-
-
-# ---------------------------------------------------------------------------------------------- checkpoints
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "tuneloop_state.json"      # written last: its presence marks a complete checkpoint
 # options that may change between an interrupted run and its resumption; any other change is refused
 RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size", "max_eval_samples",
                      "log_every", "report_to", "quiet", "save_every", "keep_last", "predict_test", "metric_for_best",
-                     "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches",
-                     "explicit_options"}
-
-
-class Interrupted(TuneloopError):
-    """SIGINT/SIGTERM: a checkpoint was saved at a step boundary and the run stopped."""
-
-    def __init__(self, message: str, signal_number: int):
-        super().__init__(message)
-        self.signal_number = signal_number
+                     "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches"}
 
 
 def checkpoint_name(step: int) -> str:
@@ -161,24 +56,29 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
 
 
 def incompatible_changes(saved: dict, current: dict) -> list[str]:
-    return [f"--{k.replace('_', '-')} {saved.get(k)!r} → {current.get(k)!r}" for k in sorted(set(saved) | set(current))
+    """Options of `current` that differ from the checkpoint's config and would change the run (options a newer
+    tuneloop no longer has are ignored)."""
+    return [f"--{k.replace('_', '-')} {saved.get(k)!r} → {current.get(k)!r}" for k in sorted(current)
             if k not in RESUMABLE_CHANGES and saved.get(k) != current.get(k)]
 
 
-def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: dict, num_processes: int,
-                    warn) -> tuple[Path, dict]:
-    """Restore the newest loadable checkpoint (or the one named); refuse one from an incompatible config."""
+def _candidates(output_dir: Path, which: str) -> list[Path]:
+    """The checkpoints --resume may use, newest first (or the one it names)."""
     if which in ("latest", "true"):
         candidates = list_checkpoints(output_dir)
         if not candidates:
             raise TuneloopError(f"--resume: {output_dir} has no complete checkpoint to resume from (save them with "
                                 "--save-every N or --save-every epoch)")
-    else:
-        path = Path(which)
-        if not (path / STATE_FILE).is_file():
-            raise TuneloopError(f"--resume {which}: not a complete tuneloop checkpoint (no {STATE_FILE})")
-        candidates = [path]
-    for i, path in enumerate(candidates):
+        return candidates
+    path = Path(which)
+    if not (path / STATE_FILE).is_file():
+        raise TuneloopError(f"--resume {which}: not a complete tuneloop checkpoint (no {STATE_FILE})")
+    return [path]
+
+
+def _readable(candidates: list[Path], current_config: dict, num_processes: int, warn):
+    """(path, saved state) of each candidate whose state file reads, refusing one made with other settings."""
+    for path in candidates:
         try:
             state = json.loads((path / STATE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
@@ -190,12 +90,29 @@ def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: d
         if changes:
             raise TuneloopError(f"--resume: the checkpoint {path.name} was made with other settings "
                                 f"({'; '.join(changes)}); resume with the same settings, or start a new run")
+        yield path, state
+
+
+def check_resumable(output_dir: Path, which: str, current_config: dict, num_processes: int) -> None:
+    """Refuse a resume that cannot work before anything is read or written (reads only)."""
+    for _ in _readable(_candidates(output_dir, which), current_config, num_processes, lambda message: None):
+        return
+    raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS}")
+
+
+def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: dict, num_processes: int,
+                    warn) -> tuple[Path, dict]:
+    """Restore the newest loadable checkpoint (or the one named) into the prepared objects; falls back past
+    damaged ones with a warning."""
+    candidates = _candidates(output_dir, which)
+    for path, state in _readable(candidates, current_config, num_processes, warn):
         try:
             accelerator.load_state(str(path))
         except Exception as e:  # noqa: BLE001 - any unreadable part means: fall back to an older checkpoint
             first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
-            if i + 1 < len(candidates):
-                warn(f"checkpoint {path} is damaged ({first}); falling back to {candidates[i + 1].name}")
+            if path != candidates[-1]:
+                warn(f"checkpoint {path} is damaged ({first}); falling back to "
+                     f"{candidates[candidates.index(path) + 1].name}")
                 continue
             raise TuneloopError(f"--resume: checkpoint {path} cannot be loaded ({first}) and there is no older one"
                                 ) from None

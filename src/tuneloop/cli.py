@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from . import __version__
-from .config import TrainConfig, add_config_arguments, config_from_namespace
-from .errors import TuneloopError
+from .config import add_config_arguments, options_from_namespace
+from .errors import Interrupted, TuneloopError
+from .version import __version__
 
 EXIT_USER_ERROR = 2
 
@@ -69,12 +69,13 @@ EVAL_OPTIONS = ("task", "data_dir", "validation_file", "text_columns", "label_co
                 "max_eval_samples", "eval_batch_size", "cpu", "quiet", "num_proc")
 
 
-def cmd_train(ns) -> int:
-    from .loop import train
-
-    results = train(config_from_namespace(ns, TrainConfig))
+def cmd_train(ns, on_step=None) -> int:
     from accelerate import PartialState
 
+    from .loop import run_training
+    from .resolve import resolve_config
+
+    results = run_training(resolve_config(config_file=ns.config, **options_from_namespace(ns)), on_step)
     if PartialState().is_main_process and not results.get("config", {}).get("dry_run"):
         print_summary(results)
     return 0
@@ -153,24 +154,26 @@ def cmd_report(ns) -> int:
 
 
 def cmd_env(ns) -> int:
-    from .launch import environment_report
+    from .envinfo import environment_report
 
     print(environment_report())
     return 0
 
 
-COMMANDS = {"train": cmd_train, "report": cmd_report, "env": cmd_env, "evaluate": cmd_evaluate, "predict": cmd_predict, "tasks": cmd_tasks}
+COMMANDS = {"train": cmd_train, "report": cmd_report, "env": cmd_env, "evaluate": cmd_evaluate, "predict": cmd_predict,
+            "tasks": cmd_tasks}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, on_step=None) -> int:
+    """The `tuneloop` command; `on_step(state)` is passed to training runs (a hook for tests and tools)."""
     parser = build_parser()
     ns = parser.parse_args(argv)
     if not ns.command:
         parser.print_help()
         return EXIT_USER_ERROR
-    from .checkpoint import Interrupted
-
     try:
+        if ns.command == "train":
+            return cmd_train(ns, on_step)
         return COMMANDS[ns.command](ns)
     except Interrupted as e:
         print(f"tuneloop {ns.command}: {e}", file=sys.stderr)

@@ -2,7 +2,8 @@
 
 Every option is a dataclass field; its metadata (help text, group, choices) builds the command line, so a
 flag, a YAML key and a keyword argument are always the same thing: `--max-length 128` on the command line,
-`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Precedence: defaults < YAML < flags.
+`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Turning the layers (defaults < preset <
+YAML < flags / keywords) into the final config is resolve.py's job.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from typing import Any, Optional
 import yaml
 
 from .errors import ConfigError
+from .tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
 
-PROBLEM_TYPES = ("auto", "single_label_classification", "multi_label_classification", "regression")
+PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
+PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
 MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
+ATTENTION = ("auto", "sdpa", "eager", "chunked")
 SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
               "inverse_sqrt")
 TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
-RECIPES = ("none", "fast")
+RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 GROUPS = ("data", "model", "training", "evaluation", "checkpointing", "output")
 
 
@@ -69,13 +73,17 @@ class TrainConfig:
     # model
     model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
                      "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
-    attention: str = opt("sdpa", "attention kernel (transformers attn_implementation)", "model", ("sdpa", "eager"))
+    attention: str = opt("auto", "attention kernel. sdpa / eager: transformers' own. chunked: on CPUs, for keys up "
+                         "to 128 tokens, matmul + softmax in cache-sized pieces (1.5-5.9x faster than the fused SDPA "
+                         "kernel there, benchmarks/bench_attention.py); longer keys and GPUs use SDPA. auto: chunked on "
+                         "the CPU, sdpa elsewhere", "model", ATTENTION)
     freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
                                   "weights): faster steps, usually the same accuracy", "model")
     dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
                                    "own, 0.1 for BERT-style encoders)", "model", metavar="P")
-    fast_dropout: bool = opt(True, "on the CPU, draw dropout masks from 16-bit random numbers (p rounded to a "
-                             "multiple of 1/65536): about 10% faster steps than torch's bernoulli_", "model")
+    fast_dropout: bool = opt(True, "on the CPU, draw the dropout masks of the model's dropout layers (and of "
+                             "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: 3-10% "
+                             "faster steps than torch's bernoulli_", "model")
     # training
     epochs: int = opt(3, "passes over the training data", "training", metavar="N")
     max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
@@ -95,17 +103,17 @@ class TrainConfig:
                                "CPUs with AMX), otherwise fp32. bf16 is autocast on GPUs; on CPUs, matrix products "
                                "in bf16 with fp32 accumulation (oneDNN) and the rest in fp32", "training",
                                MIXED_PRECISION)
-    recipe: str = opt("none", "fast: settings chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 "
-                      "epochs, no dropout, frozen word embeddings, evaluation 4× per epoch); options you give still win",
-                      "training", RECIPES)
+    recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
+                      "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
+                      "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
     seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
     cpu: bool = opt(False, "train on the CPU even when a GPU is present", "training")
     # evaluation
     eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N")
-    eval_every: Optional[int] = opt(None, "also evaluate every N optimizer steps (always after each epoch)",
-                                    "evaluation", metavar="N")
+    eval_every: Optional[str] = opt(None, "also evaluate every N optimizer steps, or K times per epoch with K/epoch "
+                                    "(always after each epoch)", "evaluation", metavar="N|K/epoch")
     predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
     metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
                                          "task's main metric; `loss` means lowest eval loss)", "evaluation",
@@ -126,15 +134,13 @@ class TrainConfig:
     log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
     report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
     quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
-    explicit_options: str = opt("", "options the user set (flags, YAML, API keywords), comma-separated: a recipe "
-                                "changes only the others", "output", cli=False)
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output")
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "TrainConfig":
         """Check every option before any work starts; raise ConfigError naming the option."""
-        from .tasks import TASKS
+        from .tasks import TASKS, possible_metrics
 
         def need(cond: bool, flag: str, msg: str):
             if not cond:
@@ -158,16 +164,17 @@ class TrainConfig:
         if self.save_every is not None and self.save_every != "epoch":
             need(str(self.save_every).isdigit() and int(self.save_every) >= 1, "save_every",
                  f"must be a number of steps (>= 1) or `epoch`, got {self.save_every!r}")
-        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "eval_every",
-                     "early_stopping_patience"):
+        if self.eval_every is not None:
+            need(eval_every_parts(self.eval_every) is not None, "eval_every",
+                 f"must be a number of steps (>= 1) or K/epoch (K >= 1), got {self.eval_every!r}")
+        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "early_stopping_patience"):
             value = getattr(self, name)
             if value is not None:
                 need(value >= 1, name, f"must be at least 1, got {value}")
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
         for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
-                              ("recipe", RECIPES),
-                              ("attention", ("sdpa", "eager")),
+                              ("recipe", RECIPES), ("attention", ATTENTION),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
@@ -175,6 +182,10 @@ class TrainConfig:
             need(self.task.lower() in TASKS, "task",
                  f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)} (or leave it out and give "
                  "--train-file for your own data)")
+        if self.metric_for_best is not None:
+            known = possible_metrics(TASKS.get((self.task or "").lower()), self.problem_type)
+            need(self.metric_for_best in known, "metric_for_best",
+                 f"{self.metric_for_best!r} is not reported for this data; choose one of {', '.join(known)}")
         if self.text_columns is not None:
             need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
                  f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
@@ -195,15 +206,10 @@ class TrainConfig:
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)
 
-    @property
-    def explicit(self) -> set[str]:
-        """The options the user set, as recorded in explicit_options."""
-        return set(filter(None, self.explicit_options.split(",")))
-
-    def with_explicit(self, names) -> "TrainConfig":
-        """Record `names` as set by the user (on top of those already recorded)."""
-        known = {f.name for f in dataclasses.fields(self)} - {"explicit_options"}
-        return self.replace(explicit_options=",".join(sorted(self.explicit | (set(names) & known))))
+    def changes(self) -> dict:
+        """The options whose values differ from the defaults (what a TrainConfig object says, as a layer of
+        options: see resolve.resolve_config)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
     # ------------------------------------------------------------------ YAML
     @classmethod
@@ -211,28 +217,38 @@ class TrainConfig:
         return cls(**{**read_yaml_options(path, cls), **overrides})
 
     def save_yaml(self, path: str | os.PathLike) -> None:
-        from .checkpoint import atomic_write_text
+        from .atomic import atomic_write_text
 
         atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
 
 
-def read_yaml_options(path: str | os.PathLike, cls=TrainConfig) -> dict:
+def eval_every_parts(value) -> tuple[str, int] | None:
+    """`--eval-every` as ("steps", N) or ("per_epoch", K); None when it is neither."""
+    text = str(value).strip().lower().replace(" ", "")
+    per_epoch = text.endswith("/epoch")
+    number = text[:-len("/epoch")] if per_epoch else text
+    if not number.isdigit() or int(number) < 1:
+        return None
+    return ("per_epoch" if per_epoch else "steps", int(number))
+
+
+def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--config") -> dict:
     """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
     try:
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}
     except FileNotFoundError:
-        raise ConfigError(f"--config: {path} does not exist") from None
+        raise ConfigError(f"{flag}: {path} does not exist") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"--config: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+        raise ConfigError(f"{flag}: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"--config: {path} must hold a mapping of option: value")
+        raise ConfigError(f"{flag}: {path} must hold a mapping of option: value")
     known = {f.name: f for f in dataclasses.fields(cls)}
     out = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in known:
-            raise ConfigError(f"--config: {path}: unknown option {key!r}; see `tuneloop train --help`")
+            raise ConfigError(f"{flag}: {path}: unknown option {key!r}; see `tuneloop train --help`")
         out[name] = _coerce(known[name], value, source=f"{path}: {key}")
     return out
 
@@ -313,16 +329,7 @@ def _cli_type(f: dataclasses.Field):
     return convert
 
 
-def config_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> Any:
-    """Defaults < --config YAML < flags given on the command line. When resuming, the run's own config.yaml
-    stands in for the defaults, so `--output-dir OUT --resume` alone continues the same run."""
+def options_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> dict:
+    """The options given as flags (argparse leaves the others out: their defaults are resolve.py's business)."""
     names = {f.name for f in dataclasses.fields(cls)}
-    values = {}
-    saved = Path(getattr(ns, "output_dir", None) or "", "config.yaml")
-    if getattr(ns, "resume", None) and getattr(ns, "output_dir", None) and saved.is_file():
-        values.update(read_yaml_options(saved, cls))
-        values.pop("resume", None)
-    if getattr(ns, "config", None):
-        values.update(read_yaml_options(ns.config, cls))
-    values.update({k: v for k, v in vars(ns).items() if k in names})
-    return cls(**values).with_explicit(values)
+    return {k: v for k, v in vars(ns).items() if k in names}

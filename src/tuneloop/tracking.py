@@ -14,14 +14,6 @@ from accelerate.tracking import GeneralTracker
 log = logging.getLogger("tuneloop")
 
 
-def setup_console_logging(quiet: bool = False) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log.handlers[:] = [handler]
-    log.setLevel(logging.WARNING if quiet else logging.INFO)
-    log.propagate = False
-
-
 class JsonlTracker(GeneralTracker):
     """One JSON object per logged step or evaluation, appended to `metrics.jsonl` and flushed at once."""
 
@@ -62,7 +54,8 @@ def hparams(config: dict) -> dict:
 
 
 class TrainLog:
-    """Loss/lr bookkeeping without per-step host syncs: the loss is read back only at log intervals."""
+    """The progress bar, loss/lr logging and timing of the training loop, without per-step host syncs: the loss
+    is read back only every `every` steps. Evaluation time is kept apart, so that samples/s counts training."""
 
     def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool,
                  global_batch: int):
@@ -72,46 +65,55 @@ class TrainLog:
         self.bar = tqdm(total=total_steps, initial=start_step, desc="Training", unit="step", dynamic_ncols=True,
                         disable=quiet or not accelerator.is_main_process, file=sys.stderr)
         self.loss_sum, self.micro_batches = None, 0
-        self.window_start, self.window_steps = time.perf_counter(), 0
-        self.last_loss = math.nan
+        self.started = self.window_start = time.perf_counter()
+        self.window_steps = 0
+        self.eval_s = 0.0
 
     def add_loss(self, loss) -> None:
         loss = loss.detach()
         self.loss_sum = loss if self.loss_sum is None else self.loss_sum + loss
         self.micro_batches += 1
 
-    def step(self, step: int, epoch: float, lr: float) -> None:
-        """Called once per optimizer step; logs every `every` steps."""
+    def step(self, step: int, epoch: float, lr: float) -> float | None:
+        """Called once per optimizer step; every `every` steps logs the window's mean loss, lr and throughput,
+        and returns that loss (None on other steps, and when every batch of the window was skipped as
+        non-finite)."""
         self.bar.update(1)
         self.window_steps += 1
         if step % self.every:
-            return
+            return None
+        loss = None
         if self.micro_batches:
-            mean = self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean")
-            self.last_loss = float(mean)
-        else:                                   # every batch of the window was skipped as non-finite
-            self.last_loss = math.nan
+            loss = float(self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean"))
         elapsed = max(time.perf_counter() - self.window_start, 1e-9)
         sps = self.window_steps * self.global_batch / elapsed
-        if self.micro_batches and not math.isfinite(self.last_loss):
-            from .errors import TuneloopError
-            raise TuneloopError(f"the training loss became {self.last_loss} by step {step}; stopped (checkpoints "
-                                "already saved are intact). Lower --lr, or pass --skip-nonfinite-batches to skip "
-                                "such batches")
-        self.accelerator.log({"train/loss": self.last_loss, "train/lr": lr, "train/epoch": round(epoch, 4),
-                              "train/samples_per_second": round(sps, 2)}, step=step)
-        self.bar.set_postfix(loss=f"{self.last_loss:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
+        if loss is None or math.isfinite(loss):
+            shown = math.nan if loss is None else loss
+            self.accelerator.log({"train/loss": shown, "train/lr": lr, "train/epoch": round(epoch, 4),
+                                  "train/samples_per_second": round(sps, 2)}, step=step)
+            self.bar.set_postfix(loss=f"{shown:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
         self.loss_sum, self.micro_batches = None, 0
         self.window_start, self.window_steps = time.perf_counter(), 0
+        return loss
 
-    def evaluation(self, step: int, epoch: float, results: dict) -> None:
+    def evaluation(self, step: int, epoch: float, evaluation) -> None:
+        """Log an evaluation.Evaluation: every split's metrics to the trackers, the first one to the console."""
+        self.eval_s += evaluation.seconds
+        results = evaluation.metrics
         for split, metrics in results.items():
             prefix = "eval" if split == next(iter(results)) else f"eval_{split}"
             self.accelerator.log({f"{prefix}/{k}": v for k, v in metrics.items()} | {f"{prefix}/epoch": epoch},
                                  step=step)
-        first = next(iter(results.values()))
-        shown = ", ".join(f"{k} {v:.4f}" for k, v in first.items() if k != "num_samples")
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in evaluation.main_split.items() if k != "num_samples")
         self.write(f"epoch {epoch:.2f} step {step}: eval {shown}")
+
+    def early_stopping(self, best: dict, patience: int) -> None:
+        self.write(f"early stopping: {best['metric']} has not improved for {patience} evaluation(s) "
+                   f"(best {best['value']:.4f} at step {best['step']})")
+
+    def warn(self, message: str) -> None:
+        if self.accelerator.is_main_process:
+            log.warning(message)
 
     def write(self, message: str) -> None:
         if self.accelerator.is_main_process:
@@ -119,6 +121,14 @@ class TrainLog:
                 log.info(message)
             else:
                 self.bar.write(message, file=sys.stderr)
+
+    @property
+    def runtime_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def training_s(self) -> float:
+        return max(self.runtime_s - self.eval_s, 1e-9)
 
     def close(self) -> None:
         self.bar.close()

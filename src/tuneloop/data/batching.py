@@ -1,0 +1,90 @@
+"""Batches: a seeded, length-grouped training order that depends only on (seed, epoch), dynamic padding, and
+evaluation in length-sorted batches whose order maps back to the rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .tokenize import model_inputs
+
+
+class LengthGroupedSampler(torch.utils.data.Sampler):
+    """A random order in which neighbouring examples have similar lengths, so batches carry little padding.
+
+    Shuffle, cut into mega-batches of 50 batches, sort each by length, then shuffle the order of the batches.
+    The order depends only on (seed, epoch): a resumed run sees the same batches. `group=False` gives a plain
+    seeded shuffle.
+    """
+
+    def __init__(self, lengths, batch_size: int, seed: int, group: bool = True, megabatch: int = 50):
+        self.lengths = np.asarray(lengths)
+        self.batch_size, self.seed, self.group, self.megabatch = batch_size, seed, group, megabatch
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int):
+        self.epoch = epoch
+
+    def __len__(self):
+        return len(self.lengths)
+
+    def __iter__(self):
+        rng = np.random.default_rng([self.seed, self.epoch])
+        order = rng.permutation(len(self.lengths))
+        if self.group:
+            size = self.batch_size * self.megabatch
+            chunks = [order[i:i + size] for i in range(0, len(order), size)]
+            order = np.concatenate([c[np.argsort(-self.lengths[c], kind="stable")] for c in chunks])
+            # shuffle the order of the full batches (as rows of a matrix, not a list of arrays); the final
+            # (possibly short) batch stays last so every other batch stays full
+            n_full = len(order) // self.batch_size
+            head = order[:n_full * self.batch_size].reshape(n_full, self.batch_size)
+            order = np.concatenate([head[rng.permutation(n_full)].reshape(-1), order[n_full * self.batch_size:]])
+        return (int(i) for i in order)   # not order.tolist(): no Python list of the whole set
+
+
+def length_sorted(ds):
+    """The split sorted longest first (evaluation batches then pad little); returns (dataset, order)."""
+    lengths = np.asarray(ds.with_format("numpy")["length"]) if "length" in ds.column_names else None
+    if lengths is None:
+        return ds, np.arange(len(ds))
+    order = np.argsort(-lengths, kind="stable")
+    return ds.select(order), order
+
+
+def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pad_to_multiple_of: int | None = None):
+    """Dynamic padding to each batch's longest example (or to --max-length for fixed shapes)."""
+    from transformers import DataCollatorWithPadding
+
+    if pad_to_max_length:
+        return DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
+    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+
+def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None):
+    """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
+    accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step."""
+    lengths = np.asarray(ds.with_format("numpy")["length"])
+    sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
+                                   group=config.group_by_length)
+    # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
+    # would differ from the uninterrupted run's
+    return torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=config.batch_size, sampler=sampler,
+                                       collate_fn=collator, drop_last=False, generator=torch.Generator())
+
+
+def eval_loader(ds, tokenizer, batch_size, collator):
+    """Longest first, so batches pad little; returns (loader, order) where order maps rows back."""
+    ds, order = length_sorted(ds)
+    loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=batch_size, shuffle=False,
+                                         collate_fn=collator, generator=torch.Generator())
+    return loader, order
+
+
+def epoch_batches(loader, epoch: int, batches_done: int, accelerator):
+    """The epoch's batches in their seeded order; in an epoch a resumed run starts in the middle of, without the
+    `batches_done` already trained on (the sampler replays the epoch's order, Accelerate skips them)."""
+    loader.set_epoch(epoch)
+    if batches_done:
+        return accelerator.skip_first_batches(loader, batches_done)
+    return loader

@@ -1,0 +1,170 @@
+"""Labels: what they are (regression, classes, several labels per example), how raw label text maps to model
+targets, and how a saved run or model says what its labels were. Every inference of the problem type and the
+label names lives here."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..errors import DataError
+from ..tasks import TaskSpec
+
+
+@dataclass
+class LabelSchema:
+    """What the labels are and how they map to model outputs; saved with the model."""
+
+    problem_type: str                     # single_label_classification | multi_label_classification | regression
+    names: list[str] = field(default_factory=list)   # empty for regression
+    separator: Optional[str] = None
+
+    @property
+    def num_labels(self) -> int:
+        return 1 if self.problem_type == "regression" else len(self.names)
+
+    @property
+    def index(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names)}
+
+    def separator_join(self, names: list[str]) -> str:
+        return (self.separator or ",").join(names)
+
+    def to_dict(self) -> dict:
+        return {"problem_type": self.problem_type, "names": self.names, "separator": self.separator}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LabelSchema":
+        return cls(data["problem_type"], list(data.get("names") or []), data.get("separator"))
+
+    @classmethod
+    def from_model_config(cls, config) -> "LabelSchema":
+        """From a transformers config alone (a plain save_pretrained folder): its problem_type and id2label."""
+        problem = config.problem_type or ("regression" if config.num_labels == 1 else "single_label_classification")
+        names = [] if problem == "regression" else [str(config.id2label[i]) for i in range(config.num_labels)]
+        return cls(problem, names)
+
+
+def _split_labels(raw: str, separator: str | None) -> list[str]:
+    if raw.startswith("[") and raw.endswith("]"):
+        try:
+            return [str(v).strip() for v in json.loads(raw)]
+        except json.JSONDecodeError:
+            pass
+    return [part.strip() for part in raw.split(separator)] if separator else [raw]
+
+
+def _as_float(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def infer_label_schema(train, problem_type: str, separator: str | None, source: str,
+                       task: TaskSpec | None = None) -> LabelSchema:
+    """Decide regression / classes / multi-label from the training labels (or take the task's)."""
+    if task is not None:
+        return LabelSchema(task.problem_type, list(task.label_names or []))
+    values = [v for v in train.unique("label") if v is not None]
+    looks_listy = bool(values) and all(v.startswith("[") and v.endswith("]") for v in values)
+    if problem_type == "auto":
+        numeric = [_as_float(v) for v in values]
+        if separator or looks_listy:
+            problem_type = "multi_label_classification"
+        elif values and all(x is not None for x in numeric) and any(not x.is_integer() for x in numeric):
+            problem_type = "regression"
+        else:
+            problem_type = "single_label_classification"
+    if problem_type == "regression":
+        bad = next((v for v in values if _as_float(v) is None), None)
+        if bad is not None:
+            row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["idx"]
+            raise DataError(f"{source}: row {row + 1}: regression target {bad!r} is not a number; fix the label "
+                            "column or drop --problem-type regression")
+        return LabelSchema("regression", [])
+    if problem_type == "multi_label_classification":
+        names = sorted({item for v in values for item in _split_labels(v, separator) if item})
+        return LabelSchema(problem_type, names, separator)
+    numeric = [_as_float(v) for v in values]
+    if values and all(x is not None and x.is_integer() for x in numeric):
+        names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
+    else:
+        names = sorted(values)
+    if len(names) < 2:
+        raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
+                        "least two classes")
+    return LabelSchema(problem_type, names)
+
+
+class LabelEncoder:
+    """Maps raw label text to model targets for one split; unknown labels name their file and row."""
+
+    def __init__(self, schema: LabelSchema, source: str, accept_ids: bool = False):
+        """`accept_ids`: also take class ids ("0", "1") for named classes, as GLUE's files store them."""
+        self.schema, self.source = schema, source
+        self.index = schema.index
+        if schema.problem_type == "single_label_classification":
+            for i, name in enumerate(schema.names):
+                x = _as_float(name)
+                if x is not None and x.is_integer():  # "1" and "1.0" are the same class
+                    self.index.setdefault(str(int(x)), i)
+                    self.index.setdefault(repr(float(x)), i)
+                if accept_ids:
+                    self.index.setdefault(str(i), i)
+
+    def _unknown(self, value, idx):
+        known = ", ".join(self.schema.names[:20])
+        return DataError(f"{self.source}: row {idx + 1}: label {value!r} was not seen in the training data "
+                         f"(known: {known}); fix the label or add examples of it to the training data")
+
+    def __call__(self, raw: str, idx: int):
+        kind = self.schema.problem_type
+        if kind == "regression":
+            value = _as_float(raw)
+            if value is None:
+                raise DataError(f"{self.source}: row {idx + 1}: regression target {raw!r} is not a number")
+            return value
+        if kind == "multi_label_classification":
+            target = [0.0] * len(self.schema.names)
+            for item in _split_labels(raw, self.schema.separator):
+                if item:
+                    if item not in self.index:
+                        raise self._unknown(item, idx)
+                    target[self.index[item]] = 1.0
+            return target
+        key = raw
+        if key not in self.index:
+            x = _as_float(raw)
+            key = str(int(x)) if x is not None and x.is_integer() else raw
+        if key not in self.index:
+            raise self._unknown(raw, idx)
+        return self.index[key]
+
+
+def recorded_schema(metadata: dict | None = None, config: dict | None = None, results: dict | None = None,
+                    task: TaskSpec | None = None) -> Optional[LabelSchema]:
+    """What a run folder or saved model records about its labels: the model's tuneloop.json first, then the
+    config's problem type and results.json's label names, then the GLUE task's; None when none of them says."""
+    meta = (metadata or {}).get("labels") or {}
+    configured = (config or {}).get("problem_type")
+    kind = meta.get("problem_type") or (configured if configured not in (None, "auto") else None) or \
+        (task.problem_type if task is not None else None)
+    names = meta.get("names") or (results or {}).get("labels") or \
+        (list(task.label_names) if task is not None and task.label_names else [])
+    if kind is None and not names:
+        return None
+    kind = kind or "single_label_classification"
+    return LabelSchema(kind, [] if kind == "regression" else [str(n) for n in names], meta.get("separator"))
+
+
+def problem_type_of_outputs(logits, labels) -> str:
+    """The problem type that saved evaluation outputs (logits and labels arrays) must come from."""
+    if labels.ndim == 2:
+        return "multi_label_classification"
+    if labels.dtype.kind == "f" and logits.shape[-1] == 1:
+        return "regression"
+    return "single_label_classification"

@@ -1,0 +1,69 @@
+"""The data step of a run: read the splits, decide the labels, tokenize; returns PreparedData."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..errors import DataError
+from ..tasks import TaskSpec, get_task
+from .labels import LabelEncoder, LabelSchema, infer_label_schema
+from .sources import RawData, load_raw
+from .tokenize import describe_stats, tokenize
+
+log = logging.getLogger("tuneloop")
+
+
+@dataclass
+class PreparedData:
+    """Tokenized splits ready for DataLoaders, and what they mean."""
+
+    raw: RawData
+    labels: LabelSchema
+    task: Optional[TaskSpec]
+    train: Optional[object]
+    evaluation: dict[str, object]
+    test: dict[str, object]
+    # split -> {"rows", "read_s", "read_cached", "tokenized_rows", "tokenize_s", "tokenize_cached",
+    # "tokenize_rows_per_s", "num_proc"}: what reading and tokenizing cost, and whether the Arrow cache served it
+    stats: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def text_columns(self) -> tuple[str, ...]:
+        return self.raw.text_columns
+
+
+def _limit(ds, n):
+    return ds if ds is None or n is None or n >= len(ds) else ds.select(range(n))
+
+
+def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_train: bool = True,
+                 with_test: bool = False, text_columns=None) -> PreparedData:
+    """Read, map labels, tokenize (cached by `datasets`). `labels` given (a trained model's) skips inference."""
+    task = get_task(config.task)
+    raw = load_raw(config, with_train=with_train, with_test=with_test, text_columns=text_columns)
+    if with_train and raw.train is None:
+        raise DataError("no training data: give --train-file FILE, or --task with --data-dir")
+    raw.train = _limit(raw.train, config.max_train_samples)
+    raw.evaluation = {k: _limit(v, config.max_eval_samples) for k, v in raw.evaluation.items()}
+    if labels is None:
+        labels = infer_label_schema(raw.train, config.problem_type, config.label_separator,
+                                    raw.source.get("train", "training data"), task)
+    max_length = config.max_length or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+
+    stats = {split: dict(s) for split, s in raw.stats.items()}
+
+    def run(ds, split, with_labels):
+        encoder = LabelEncoder(labels, raw.source.get(split, split), accept_ids=task is not None) if with_labels \
+            else None
+        return tokenize(ds, tokenizer, max_length, raw.pair, encoder, f"Tokenizing {split}", config.num_proc,
+                        stats=stats.setdefault(split, {}))
+
+    train = run(raw.train, "train", True) if raw.train is not None else None
+    evaluation = {name: run(ds, name, True) for name, ds in raw.evaluation.items()}
+    test = {name: run(ds, name, False) for name, ds in raw.test.items()}
+    for split, s in stats.items():
+        log.info(describe_stats(split, s))
+    return PreparedData(raw, labels, task, train, evaluation, test, stats)
+

@@ -1,0 +1,214 @@
+"""Reading the user's files: formats, CSV dialects, rows with their positions, and which columns hold what.
+
+Every reader yields (position, {column: value}); the position is the file's line for csv/tsv/jsonl (a header
+counts as line 1) and the item or row number for json arrays and parquet.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ..errors import DataError
+
+_FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)     # csv's default (128 KiB a field) is too small for long documents
+# TSV is read without quote processing, as GLUE ships its files: their fields hold unbalanced double quotes
+_DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL},
+             "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE}}
+
+
+def csv_dialect(fmt: str) -> dict:
+    """The csv module's delimiter and quoting for "csv" or "tsv" (reading and writing alike)."""
+    return dict(_DIALECTS[fmt])
+
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
+TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
+                     ("question", "sentence"), ("question", "context"), ("query", "passage"),
+                     ("text1", "text2"), ("text_a", "text_b"), ("#1 String", "#2 String")]
+TEXT_COLUMN_SINGLES = ["text", "sentence", "review", "content", "document", "comment", "tweet", "body", "input"]
+LABEL_COLUMNS = ["label", "labels", "score", "target", "class", "category", "gold_label", "Quality",
+                 "is_duplicate", "y"]
+ID_COLUMNS = ["id", "idx", "index", "guid"]
+
+
+def file_format(path: str | os.PathLike) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise DataError(f"{path}: unsupported file type {suffix or '(none)'}; use .csv, .tsv, .json, .jsonl or "
+                        ".parquet")
+    return FORMATS[suffix]
+
+
+def _decoded_lines(path: str) -> Iterator[str]:
+    """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{path}: line {number}: bytes that are not UTF-8 ({raw[e.start:e.start + 4]!r} at "
+                                f"character {e.start + 1}); re-save the file as UTF-8") from None
+
+
+def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
+    """(line, row) pairs of a csv/tsv file. TSV is read without quoting, as GLUE's files need: their fields
+    hold unbalanced double quotes that a quoting reader would swallow across lines."""
+    reader = csv.reader(_decoded_lines(path), **csv_dialect(fmt), strict=fmt == "csv")
+    kind = "tab-separated" if fmt == "tsv" else "comma-separated"
+    limit = csv.field_size_limit(_FIELD_LIMIT)      # long documents; the caller's limit is given back below
+    try:
+        header = list(names) if names else next(reader, None)
+        if not header or header == [""]:
+            raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
+        seen = 0
+        for row in reader:
+            if not row or row == [""]:
+                continue  # blank line
+            if len(row) != len(header):
+                raise DataError(f"{path}: line {reader.line_num}: expected {len(header)} {kind} fields "
+                                f"({', '.join(header)}), found {len(row)}; fix or remove that line")
+            seen += 1
+            yield reader.line_num, dict(zip(header, row))
+    except csv.Error as e:
+        raise DataError(f"{path}: line {reader.line_num}: malformed {fmt.upper()} ({e}); check its quoting") from None
+    finally:
+        csv.field_size_limit(limit)
+    if not seen:
+        raise DataError(f"{path}: no data rows (the file holds only a header)")
+
+
+def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
+    if fmt == "jsonl":
+        seen = 0
+        for number, line in enumerate(_decoded_lines(path), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}: line {number}: not valid JSON ({e.msg}); each line must be one JSON "
+                                "object") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{path}: line {number}: expected a JSON object with named fields")
+            seen += 1
+            yield number, row
+        if not seen:
+            raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
+        return
+    try:
+        data = json.loads("".join(_decoded_lines(path)) or "null")
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    if isinstance(data, dict) and len(data) == 1 and isinstance(next(iter(data.values())), list):
+        data = next(iter(data.values()))  # {"data": [...]}
+    if not isinstance(data, list) or not data:
+        raise DataError(f"{path}: expected a non-empty JSON array of objects (or use .jsonl, one object per line)")
+    for number, row in enumerate(data, 1):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: item {number}: expected a JSON object with named fields")
+        yield number, row
+
+
+def _parquet_rows(path: str) -> Iterator[tuple[int, dict]]:
+    import pyarrow.parquet as pq
+
+    try:
+        reader = pq.ParquetFile(path)
+    except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+        raise DataError(f"{path}: not a readable Parquet file ({e})") from None
+    if reader.metadata.num_rows == 0:
+        raise DataError(f"{path}: no data rows")
+    number = 0
+    for batch in reader.iter_batches(batch_size=10_000):
+        for row in batch.to_pylist():
+            number += 1
+            yield number, row
+
+
+def iter_rows(path: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
+    """(row position, {column: value}) for any supported file; position is the line for text formats."""
+    fmt = file_format(path)
+    if fmt in ("csv", "tsv"):
+        return _delimited_rows(path, fmt, names)
+    if fmt in ("json", "jsonl"):
+        return _json_rows(path, fmt)
+    return _parquet_rows(path)
+
+
+def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
+    """The column names of a file, read from its header / first record / schema only."""
+    if names:
+        return list(names)
+    fmt = file_format(path)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        except Exception as e:  # noqa: BLE001
+            raise DataError(f"{path}: not a readable Parquet file ({e})") from None
+    if fmt in ("csv", "tsv"):
+        limit = csv.field_size_limit(_FIELD_LIMIT)
+        try:
+            header = next(csv.reader(_decoded_lines(path), **csv_dialect(fmt)), None)
+        finally:
+            csv.field_size_limit(limit)
+        if not header or header == [""]:
+            raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
+        return header
+    for _, row in _json_rows(path, fmt):
+        return list(row)
+    return []
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of a source file hold the texts, the label and the example id."""
+
+    text: tuple[str, ...]
+    label: Optional[str] = None
+    id: Optional[str] = None
+
+
+def detect_columns(path: str, available: list[str], text: list[str] | None, label: str | None,
+                   need_label: bool) -> Columns:
+    """Use the columns the user named, or find the usual ones; explain what is missing otherwise."""
+    have = set(available)
+    shown = ", ".join(available)
+    if text:
+        missing = [c for c in text if c not in have]
+        if missing:
+            raise DataError(f"{path}: no text column {missing[0]!r} (columns: {shown}); fix --text-columns")
+        text_cols = tuple(text)
+    else:
+        text_cols = next((pair for pair in TEXT_COLUMN_PAIRS if set(pair) <= have), None)
+        if text_cols is None:
+            single = next((c for c in TEXT_COLUMN_SINGLES if c in have), None)
+            if single is None:
+                raise DataError(f"{path}: cannot tell which column holds the text (columns: {shown}); name it with "
+                                "--text-columns COLUMN or --text-columns FIRST,SECOND")
+            text_cols = (single,)
+    label_col = None
+    if label:
+        if label not in have:
+            if need_label:
+                raise DataError(f"{path}: no label column {label!r} (columns: {shown}); fix --label-column")
+        else:
+            label_col = label
+    else:
+        label_col = next((c for c in LABEL_COLUMNS if c in have and c not in text_cols), None)
+        if label_col is None and need_label:
+            raise DataError(f"{path}: cannot tell which column holds the label (columns: {shown}); name it with "
+                            "--label-column COLUMN")
+    id_col = next((c for c in ID_COLUMNS if c in have and c not in text_cols and c != label_col), None)
+    return Columns(text_cols, label_col, id_col)
+

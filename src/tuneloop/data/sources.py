@@ -1,0 +1,226 @@
+"""Where the data comes from: a GLUE folder, the Hugging Face Hub or the user's files, each read into the same
+canonical Arrow table (`idx`, `id`, `text_a`, `text_b`, `label` as raw text) by `datasets` (memory-mapped, cached
+by the file's path, size and modification time), so everything after reading is shared."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+from ..errors import DataError
+from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
+from .readers import Columns, detect_columns, file_columns, file_format, iter_rows
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
+READER_VERSION = "1"  # bump when the canonical table changes, to invalidate Arrow caches
+
+
+def _label_text(value) -> Optional[str]:
+    """Raw labels are kept as text so every source has one Arrow schema; lists are kept as JSON."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (list, tuple)):
+        return json.dumps([str(v) for v in value])
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and value.is_integer() and not isinstance(value, bool):
+        return repr(value)
+    return str(value).strip()
+
+
+_reads_started = 0  # times _canonical_rows has run: a read served from the Arrow cache does not run it
+
+
+def _canonical_rows(path: str, names, text, label, id_col, need_label) -> Iterator[dict]:
+    global _reads_started
+    _reads_started += 1
+    for idx, (position, row) in enumerate(iter_rows(path, names)):
+        texts = []
+        for column in text:
+            value = row.get(column)
+            if value is None or isinstance(value, float):
+                where = "line" if file_format(path) in ("csv", "tsv", "jsonl") else "row"
+                raise DataError(f"{path}: {where} {position}: column {column!r} has no text (got {value!r})")
+            texts.append(str(value))
+        raw_label = _label_text(row.get(label)) if label else None
+        if need_label and not raw_label:
+            where = "line" if file_format(path) in ("csv", "tsv", "jsonl") else "row"
+            raise DataError(f"{path}: {where} {position}: empty label in column {label!r}; every training/evaluation "
+                            "example needs one")
+        yield {"idx": idx, "id": str(row[id_col]) if id_col else str(idx), "text_a": texts[0],
+               "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
+
+
+def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,
+               split: str = "train", stats: dict | None = None):
+    """Read one file into the canonical Arrow table, cached by the file's path, size and modification time.
+    `stats`, when given, receives {split: {"rows", "read_s", "read_cached"}}."""
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    stat = os.stat(path)
+    gen_kwargs = dict(path=str(Path(path).resolve()), names=names, text=columns.text, label=columns.label,
+                      id_col=columns.id, need_label=need_label)
+    fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
+    features = datasets.Features({"idx": datasets.Value("int64"), "id": datasets.Value("string"),
+                                  "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
+                                  "label": datasets.Value("string")})
+    started, runs_before = time.perf_counter(), _reads_started
+    with unwrapped_data_errors():
+        ds = datasets.Dataset.from_generator(_canonical_rows, features=features, gen_kwargs=gen_kwargs,
+                                             fingerprint=fingerprint, split=datasets.NamedSplit(split))
+    if stats is not None:
+        stats[split] = {"rows": len(ds), "read_s": round(time.perf_counter() - started, 3),
+                        "read_cached": _reads_started == runs_before}
+    return ds
+
+
+@contextlib.contextmanager
+def unwrapped_data_errors():
+    """datasets wraps errors raised in generators and worker processes; the user should see ours, not theirs."""
+    try:
+        yield
+    except DataError:
+        raise
+    except Exception as e:  # noqa: BLE001
+        cause = e
+        while cause is not None and not isinstance(cause, DataError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is not None:
+            raise cause from None
+        raise
+
+
+@dataclass
+class RawData:
+    """Canonical tables per split plus what they mean."""
+
+    train: Optional[object]                       # datasets.Dataset
+    evaluation: dict[str, object]                 # split name -> Dataset
+    test: dict[str, object]
+    text_columns: tuple[str, ...]
+    source: dict[str, str] = field(default_factory=dict)   # split -> where it came from
+    stats: dict[str, dict] = field(default_factory=dict)    # split -> {"rows", "read_s", "read_cached"}
+
+    @property
+    def pair(self) -> bool:
+        return len(self.text_columns) == 2
+
+
+def _glue_file(data_dir: str, spec: TaskSpec, gf: GlueFile, required: bool, split: str, stats: dict | None = None):
+    path = Path(data_dir) / gf.name
+    if not path.is_file():
+        if required:
+            raise DataError(f"--data-dir {data_dir}: no {gf.name}; a {spec.folder} folder from the GLUE distribution "
+                            f"holds {', '.join(_glue_file_names(spec))}")
+        return None
+    available = file_columns(str(path), gf.names)
+    columns = detect_columns(str(path), available, list(gf.text_columns), gf.label_column, gf.label_column is not None)
+    if gf.index_column and gf.index_column in available:
+        columns = Columns(columns.text, columns.label, gf.index_column)
+    return read_table(str(path), columns, gf.names, need_label=gf.label_column is not None, split=split, stats=stats)
+
+
+def _glue_file_names(spec: TaskSpec) -> list[str]:
+    files = ([spec.train] if spec.train else []) + list(spec.validation.values()) + list(spec.test.values())
+    return [f.name for f in files]
+
+
+def load_glue_folder(data_dir: str, spec: TaskSpec, with_train: bool = True, with_test: bool = False) -> RawData:
+    stats: dict = {}
+    train = _glue_file(data_dir, spec, spec.train, True, "train", stats) if with_train and spec.train else None
+    evaluation = {name: _glue_file(data_dir, spec, gf, True, name, stats) for name, gf in spec.validation.items()}
+    test = {}
+    if with_test:
+        test = {name: t for name, gf in spec.test.items()
+                if (t := _glue_file(data_dir, spec, gf, False, name, stats)) is not None}
+    source = {"train": str(Path(data_dir) / spec.train.name)} if train is not None else {}
+    source.update({n: str(Path(data_dir) / gf.name) for n, gf in spec.validation.items()})
+    return RawData(train, evaluation, test, spec.text_columns, source, stats)
+
+
+def load_glue_hub(spec: TaskSpec, with_train: bool = True, with_test: bool = False) -> RawData:
+    """The GLUE task from the Hugging Face Hub (`nyu-mll/glue`), in the canonical layout."""
+    import datasets
+
+    try:
+        hub = datasets.load_dataset(HUB_DATASET, spec.hub_config)
+    except Exception as e:  # noqa: BLE001 - offline, DNS, HTTP and cache errors all mean the same to the user
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"could not load {HUB_DATASET} ({spec.hub_config}) from the Hugging Face Hub ({first[:200]}). "
+                        f"Working offline? Pass the task's GLUE files with --data-dir DIR (a folder holding "
+                        f"{', '.join(_glue_file_names(spec))}), or your own with --train-file/--validation-file"
+                        ) from None
+    names = spec.label_names
+
+    def canonical(split):
+        ds = hub[split]
+        text = spec.text_columns
+
+        def convert(batch):
+            labels = batch["label"]
+            if names is None:
+                raw = [None if v is None or v < 0 else repr(float(v)) for v in labels]
+            else:
+                raw = [None if v is None or v < 0 else names[v] for v in labels]
+            return {"idx": batch["idx"], "id": [str(i) for i in batch["idx"]], "text_a": batch[text[0]],
+                    "text_b": batch[text[1]] if len(text) > 1 else [None] * len(labels), "label": raw}
+
+        return ds.map(convert, batched=True, remove_columns=ds.column_names, desc=f"Reading {split}")
+
+    train = canonical("train") if with_train and "train" in hub else None
+    evaluation = {name: canonical(name) for name in spec.validation if name in hub}
+    test = {name: canonical(name) for name in spec.test if with_test and name in hub}
+    source = {split: f"hub:{HUB_DATASET}/{spec.hub_config}/{split}" for split in hub}
+    return RawData(train, evaluation, test, spec.text_columns, source)
+
+
+def load_user_files(train_file: str | None, validation_file: str | None, test_file: str | None,
+                    text_columns: list[str] | None, label_column: str | None,
+                    known_text: tuple[str, ...] | None = None) -> RawData:
+    """The user's own files; columns are detected on the first file and must exist in the others."""
+    text = list(known_text) if known_text else text_columns
+    label = label_column
+    tables, source, stats = {}, {}, {}
+    columns = None
+    for split, path, need_label in (("train", train_file, True), ("validation", validation_file, True),
+                                    ("test", test_file, False)):
+        if not path:
+            continue
+        available = file_columns(path)
+        columns = detect_columns(path, available, text, label, need_label)
+        text, label = list(columns.text), columns.label or label
+        tables[split] = read_table(path, columns, need_label=need_label, split=split, stats=stats)
+        source[split] = path
+    text_cols = tuple(text or ())
+    return RawData(tables.get("train"), {"validation": tables["validation"]} if "validation" in tables else {},
+                   {"test": tables["test"]} if "test" in tables else {}, text_cols, source, stats)
+
+
+def resolve_data_dir(data_dir: str | None) -> str | None:
+    return str(SAMPLE_DIR) if data_dir == "sample" else data_dir
+
+
+def load_raw(config, with_train: bool = True, with_test: bool = False, text_columns=None) -> RawData:
+    """Pick the source the options describe: a GLUE folder, the user's files, or the Hub."""
+    task = get_task(config.task)
+    data_dir = resolve_data_dir(config.data_dir)
+    if data_dir:
+        return load_glue_folder(data_dir, task, with_train=with_train, with_test=with_test)
+    if config.train_file or config.validation_file or (config.test_file and not task):
+        return load_user_files(config.train_file if with_train else None, config.validation_file,
+                               config.test_file if with_test else None, text_columns or config.text_columns,
+                               config.label_column)
+    if task is None:
+        raise DataError("no data: give --task NAME (GLUE), --data-dir DIR with --task, or --train-file FILE")
+    raw = load_glue_hub(task, with_train=with_train, with_test=with_test)
+    if config.test_file and with_test:
+        raw.test = load_user_files(None, None, config.test_file, list(task.text_columns), None).test
+    return raw
+

@@ -1,0 +1,107 @@
+"""What a run leaves: model folders (model/, best/), results.json, the final evaluation's outputs, the model card
+and report.html, test-split predictions; and what a dry run prints instead. Only the main process writes."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import numpy as np
+import torch
+
+from .atomic import atomic_write_bytes, atomic_write_json
+from .evaluation import Evaluation, predict_logits
+from .model import save_model
+from .predictions import prediction_rows, write_predictions
+
+log = logging.getLogger("tuneloop")
+
+
+def save_model_folder(run, name: str) -> None:
+    """OUT/<name>/: save_pretrained model and tokenizer with tuneloop.json, replaced atomically."""
+    if run.accelerator.is_main_process:
+        save_model(run.accelerator.unwrap_model(run.model), run.tokenizer, run.output_dir / name, run.metadata)
+
+
+def results(run, state, train_log, evaluation: Evaluation, samples_before: int) -> dict:
+    """What results.json holds. runtime_s is the whole loop, evaluations included; samples_per_second counts
+    the examples this process's run trained on (not those before a resume) over training time only."""
+    acc, cfg = run.accelerator, run.config
+    out = {
+        "task": cfg.task, "model": cfg.model, "main_metric": run.main_metric,
+        "eval": evaluation.main_split,
+        "train": {"runtime_s": round(train_log.runtime_s, 3), "training_s": round(train_log.training_s, 3),
+                  "eval_s": round(train_log.eval_s, 3),
+                  "samples_per_second": round((state.samples_seen - samples_before) / train_log.training_s, 3),
+                  "steps": state.step, "epochs": state.epoch_progress(run.plan.steps_per_epoch),
+                  "num_samples": len(run.data.train), "global_batch_size": run.plan.global_batch,
+                  "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
+                  "mixed_precision": cfg.mixed_precision, "device": str(acc.device)},
+        "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
+        "labels": run.data.labels.names,
+        "best": state.best,
+        "stopped_early": state.stopped_early,
+        "output_dir": str(run.output_dir),
+    }
+    if run.resumed_from:
+        out["resumed_from"] = run.resumed_from
+    if state.skipped_batches:
+        out["train"]["skipped_nonfinite_batches"] = state.skipped_batches
+    if len(evaluation.metrics) > 1:
+        out["eval_splits"] = evaluation.metrics
+    return out
+
+
+def write_results(run, results_: dict, evaluation: Evaluation) -> None:
+    """results.json, the final evaluation's logits and labels (predictions/eval_<split>.npz, for the report's
+    confusion matrix or scatter plot), the model card and report.html."""
+    if not run.accelerator.is_main_process:
+        return
+    atomic_write_json(run.output_dir / "results.json", results_)
+    for split, (logits, labels) in evaluation.outputs.items():
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, logits=logits.astype(np.float32), labels=labels)
+        atomic_write_bytes(run.output_dir / "predictions" / f"eval_{split}.npz", buffer.getvalue())
+    from .report import write_model_card, write_report
+
+    try:
+        write_model_card(run.output_dir / "model", results_, run.config.to_dict(), run.metadata)
+        write_report(run.output_dir)
+    except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
+        log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
+
+
+def predict_test(run) -> None:
+    """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks)."""
+    if not run.data.test:
+        log.warning("--predict-test: this data has no test split (give --test-file FILE)")
+    for split, ds in run.data.test.items():
+        logits = predict_logits(run.model, ds, run.tokenizer, run.accelerator, run.data.labels.problem_type,
+                                run.config.eval_batch_size, run.config.quiet, f"Predicting {split}")
+        if run.accelerator.is_main_process:
+            rows = prediction_rows(list(ds["id"]), logits, run.data.labels)
+            folder = run.output_dir / "predictions"
+            write_predictions(rows, str(folder / f"{split}.tsv"))
+            if run.data.task is not None:
+                write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=run.data.labels,
+                                  task=run.data.task)
+            log.info(f"wrote {len(rows)} {split} predictions to {folder}")
+
+
+def dry_run(run) -> dict:
+    """What the chapter checks before training: config, sizes, step counts, a batch, one forward pass. Printed
+    as YAML; nothing is written."""
+    import yaml
+
+    batch = next(iter(run.loaders.train))
+    with torch.no_grad():
+        out = run.model(**batch)
+    info = {"config": run.config.to_dict(),
+            "examples": {"train": len(run.data.train), **{k: len(v) for k, v in run.data.evaluation.items()}},
+            "labels": run.data.labels.names or "regression", "steps_per_epoch": run.plan.steps_per_epoch,
+            "total_steps": run.plan.total_steps, "epochs": run.plan.epochs, "global_batch_size": run.plan.global_batch,
+            "batch_shapes": {k: list(v.shape) for k, v in batch.items()},
+            "loss": round(float(out.loss), 4), "logits_shape": list(out.logits.shape)}
+    if run.accelerator.is_main_process:
+        print(yaml.safe_dump(info, sort_keys=False), end="")
+    return info

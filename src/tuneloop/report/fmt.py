@@ -1,0 +1,56 @@
+"""Values as the report shows them: escaped for HTML, numbers and durations short and readable."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any
+
+
+def _esc(value: Any) -> str:
+    """HTML-escaped text; `://` is broken up too, so no address in the data can read as a link."""
+    return html.escape(str(value), quote=True).replace("://", ":&#47;&#47;")
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value == 0:
+            return "0"
+        if abs(value) >= 1000:
+            return f"{value:,.1f}"
+        if abs(value) < 0.01:
+            return f"{value:.3g}"
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v) for v in value) if value else "—"
+    if isinstance(value, dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def fmt_metric(value: Any) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.4f}"
+    return fmt(value)
+
+
+def fmt_seconds(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+

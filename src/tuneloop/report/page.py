@@ -1,0 +1,297 @@
+"""report.html: one self-contained page (images as base64 data URIs, CSS inline; no file, font, script or
+address outside it, so it can be mailed, archived or opened offline) with the run's summary, plots, metrics and
+configuration; the PNGs also go to plots/."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import dataclasses
+import datetime
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write_bytes
+from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
+from .fmt import _esc, fmt, fmt_metric, fmt_seconds
+from .prediction_plots import plot_predictions
+from .run import EVAL_KEY, PLOTS_DIR, REPORT_FILE, Run, read_run
+
+_OUR_PNG = re.compile(r"^(loss|lr|throughput|eval|eval_.+|confusion_.+|scatter_.+|label_f1_.+)\.png$")
+CSS = """
+*{box-sizing:border-box}
+body{margin:0;background:#f6f7f9;color:#1d2330;font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,
+sans-serif}
+main{max-width:1000px;margin:0 auto;padding:24px 20px 48px}
+h1{font-size:24px;margin:0 0 4px}
+h2{font-size:18px;margin:32px 0 10px;padding-bottom:4px;border-bottom:1px solid #dde1e7}
+h3{font-size:15px;margin:18px 0 6px}
+.sub{color:#5b6475;margin:0 0 16px;word-break:break-all}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;
+vertical-align:middle;margin-left:8px}
+.done{background:#e3f4e8;color:#17692f}.going{background:#fff3d6;color:#8a5a00}
+table{border-collapse:collapse;margin:6px 0 12px;background:#fff;font-size:13px}
+th,td{border:1px solid #dde1e7;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#eef1f5;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.main td{font-weight:700}
+td.changed{font-weight:600;color:#0b4f9c}
+td.group{background:#f6f7f9;font-weight:600;color:#5b6475}
+.facts th{width:190px}
+figure{margin:12px 0 20px;background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:10px}
+figure img{display:block;max-width:100%;height:auto;margin:0 auto}
+figcaption{color:#5b6475;font-size:12.5px;margin-top:6px}
+.note{background:#fff;border:1px dashed #c3c9d3;border-radius:6px;padding:8px 12px;color:#5b6475;margin:8px 0}
+.warn{border-color:#e0b050;color:#7a5200}
+footer{margin-top:36px;color:#8a93a3;font-size:12px}
+code{background:#eef1f5;padding:0 4px;border-radius:3px;font-size:12.5px}
+"""
+
+
+def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:
+    out = [f'<table class="{_esc(cls)}">' if cls else "<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(_cell(c, i == 0 and not header) for i, c in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _cell(value: Any, is_header: bool = False) -> str:
+    if is_header:
+        return f"<th>{_esc(value)}</th>"
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f'<td class="num">{_esc(fmt(value))}</td>' if numeric else f"<td>{_esc(fmt(value))}</td>"
+
+
+def _figure_html(plot: Plot) -> str:
+    if plot.png is None:
+        return f'<div class="note"><strong>{_esc(plot.title)}</strong>: not shown: {_esc(plot.skipped)}.</div>'
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(plot.title)}">'
+            f"<figcaption><strong>{_esc(plot.title)}.</strong> {_esc(plot.caption)} "
+            f"(<code>{_esc(PLOTS_DIR + '/' + plot.name + '.png')}</code>)</figcaption></figure>")
+
+
+def _latest_evaluation(run: Run) -> tuple[int | None, dict]:
+    """{split: {metric: value}} of the last evaluation in metrics.jsonl."""
+    last_step, found = None, {}
+    for r in run.records:
+        metrics = {}
+        for key, value in r.items():
+            m = EVAL_KEY.match(key)
+            if m and m.group(2) != "epoch":
+                metrics.setdefault(run.split_name(m.group(1)), {})[m.group(2)] = value
+        if metrics:
+            if r["step"] != last_step:
+                found = {}
+            last_step = r["step"]
+            for split, values in metrics.items():
+                found.setdefault(split, {}).update(values)
+    return last_step, found
+
+
+def _metrics_table(splits: dict, main: str | None) -> str:
+    names = []
+    for metrics in splits.values():
+        for name in metrics:
+            if name not in names and name not in ("loss", "num_samples"):
+                names.append(name)
+    names.sort(key=lambda n: (n != main, n))
+    rows = []
+    for name in names + ["loss", "num_samples"]:
+        if not any(name in m for m in splits.values()):
+            continue
+        label = {"num_samples": "examples"}.get(name, name) + (" (main)" if name == main else "")
+        show = fmt if name == "num_samples" else fmt_metric
+        cells = "".join(f'<td class="num">{_esc(show(m.get(name)))}</td>' for m in splits.values())
+        row = '<tr class="main">' if name == main else "<tr>"
+        rows.append(f"{row}<td>{_esc(label)}</td>{cells}</tr>")
+    header = "<tr><th>metric</th>" + "".join(f"<th>{_esc(s)}</th>" for s in splits) + "</tr>"
+    return "<table>\n" + header + "\n" + "\n".join(rows) + "\n</table>"
+
+
+def _device(run: Run) -> str:
+    train = (run.results or {}).get("train") or {}
+    parts = []
+    if train.get("device"):
+        parts.append(str(train["device"]))
+    elif (run.config or {}).get("cpu"):
+        parts.append("CPU (--cpu)")
+    if train.get("num_processes") is not None:
+        parts.append(f"{train['num_processes']} process(es)")
+    precision = train.get("mixed_precision") or (run.config or {}).get("mixed_precision")
+    if precision:
+        parts.append(f"precision {'fp32' if precision == 'no' else precision}")
+    return ", ".join(parts) or "—"
+
+
+def _facts(run: Run) -> list[tuple]:
+    results, config, meta = run.results or {}, run.config or {}, run.metadata
+    train = results.get("train") or {}
+    spec = run.task_spec
+    facts = []
+    if run.task:
+        facts.append(("task", f"{run.task} (GLUE {spec.folder or spec.name}): {spec.description}" if spec
+                      else run.task))
+    else:
+        data = [Path(str(config[k])).name for k in ("train_file", "validation_file") if config.get(k)]
+        facts.append(("data", ", ".join(data) or "—"))
+    if config.get("data_dir") == "sample":
+        facts.append(("data", "the built-in MRPC-style sample (synthetic, not the GLUE data)"))
+    facts.append(("model", results.get("model") or config.get("model") or meta.get("base_model") or "—"))
+    kind = run.problem_type
+    names = run.label_names
+    if kind == "regression":
+        facts.append(("labels", "regression: one score"))
+    elif names:
+        facts.append(("labels", f"{len(names)}: " + ", ".join(names) +
+                      (" (multi-label)" if kind == "multi_label_classification" else "")))
+    if meta.get("text_columns"):
+        facts.append(("text columns", ", ".join(map(str, meta["text_columns"]))))
+    examples = []
+    if train.get("num_samples") is not None:
+        examples.append(f"train {fmt(train['num_samples'])}")
+    eval_splits = results.get("eval_splits") or ({run.primary_split: results["eval"]} if results.get("eval") else {})
+    for split, metrics in eval_splits.items():
+        if isinstance(metrics, dict) and metrics.get("num_samples") is not None:
+            examples.append(f"{split} {fmt(metrics['num_samples'])}")
+    if examples:
+        facts.append(("examples", ", ".join(examples)))
+    if train:
+        facts.append(("steps / epochs", f"{fmt(train.get('steps'))} steps, {fmt(train.get('epochs'))} epochs, "
+                      f"global batch {fmt(train.get('global_batch_size'))}"))
+        facts.append(("runtime", f"{fmt_seconds(train.get('runtime_s'))} (training "
+                      f"{fmt_seconds(train.get('training_s'))}, evaluation {fmt_seconds(train.get('eval_s'))}; "
+                      f"set-up {fmt_seconds(train.get('setup_s'))} before it)"))
+        if train.get("samples_per_second") is not None:
+            facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"))
+    elif run.records:
+        last = run.records[-1]
+        times = [r["time"] for r in run.records if isinstance(r.get("time"), (int, float))]
+        epoch = next((r.get("train/epoch") for r in reversed(run.records) if "train/epoch" in r), None)
+        facts.append(("progress", f"step {fmt(last['step'])}" + (f", epoch {fmt(epoch)}" if epoch is not None
+                                                                 else "") + " (last line of metrics.jsonl)"))
+        if len(times) >= 2:
+            facts.append(("elapsed", f"{fmt_seconds(times[-1] - times[0])} between the first and the last log line"))
+    facts.append(("device", _device(run)))
+    if config.get("seed") is not None:
+        facts.append(("seed", config["seed"]))
+    return facts
+
+
+def _config_table(config: dict) -> str:
+    from ..config import GROUPS, TrainConfig
+
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    grouped = {g: [] for g in GROUPS}
+    other = []
+    for key, value in config.items():
+        f = fields.get(key)
+        (grouped.get(f.metadata.get("group"), other) if f else other).append((key, value, f))
+    rows = ["<tr><th>option</th><th>value</th><th>default</th></tr>"]
+    for group, items in [*grouped.items(), ("other", other)]:
+        if not items:
+            continue
+        rows.append(f'<tr><td class="group" colspan="3">{_esc(group)}</td></tr>')
+        for key, value, f in items:
+            default = f.default if f is not None and f.default is not dataclasses.MISSING else None
+            changed = f is not None and value != default
+            value_cell = '<td class="changed">' if changed else "<td>"
+            rows.append(f"<tr><td>{_esc(key)}</td>{value_cell}{_esc(fmt(value))}</td>"
+                        f"<td>{_esc(fmt(default)) if f is not None else ''}</td></tr>")
+    return "<table>\n" + "\n".join(rows) + "\n</table>"
+
+
+TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "training time (s)",
+               "eval_s": "evaluation time (s)", "samples_per_second": "training samples / s", "steps": "optimizer steps",
+               "epochs": "epochs", "num_samples": "training examples", "global_batch_size": "global batch size",
+               "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision"}
+
+
+def render_html(run: Run, plots: list[Plot]) -> str:
+    from ..version import __version__
+
+    results = run.results or {}
+    title = f"tuneloop run report: {run.folder.resolve().name}"
+    status = ('<span class="badge done">complete</span>' if run.complete else
+              '<span class="badge going">in progress or stopped (no results.json yet)</span>')
+    parts = [f"<h1>{_esc(title)}{status}</h1>", f'<p class="sub">{_esc(run.folder.resolve())}</p>']
+    for note in run.notes:
+        parts.append(f'<div class="note warn">{_esc(note)}</div>')
+    parts += ["<h2>Summary</h2>", _table(_facts(run), cls="facts")]
+
+    main = results.get("main_metric") or run.metadata.get("main_metric")
+    if results.get("eval"):
+        splits = results.get("eval_splits") or {run.primary_split: results["eval"]}
+        parts += ["<h2>Final evaluation</h2>", _metrics_table(splits, main)]
+    else:
+        step, latest = _latest_evaluation(run)
+        parts.append("<h2>Latest evaluation</h2>")
+        if latest:
+            parts += [f"<p>At step {_esc(fmt(step))} (from metrics.jsonl; the run has no results.json yet).</p>",
+                      _metrics_table(latest, main)]
+        else:
+            parts.append('<div class="note">No evaluation yet.</div>')
+
+    by_name = {p.name: p for p in plots}
+    parts.append("<h2>Training</h2>")
+    parts += [_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name]
+    parts.append("<h2>Evaluation</h2>")
+    parts += [_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]
+    parts.append("<h2>Predictions</h2>")
+    parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
+                                                                    "predictions"))]
+
+    if results.get("train"):
+        train = results["train"]
+        parts += ["<h2>Training statistics</h2>",
+                  _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
+    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train")}
+    if other:
+        parts += ["<h3>results.json</h3>", _table([(k, v) for k, v in other.items()], header=("key", "value"))]
+    parts.append("<h2>Configuration</h2>")
+    if run.config:
+        parts += ["<p>config.yaml: the resolved options of the run; values that differ from the defaults are "
+                  "highlighted.</p>", _config_table(run.config)]
+    else:
+        parts.append('<div class="note">No config.yaml in the run folder.</div>')
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    parts.append(f"<footer>Written by tuneloop {_esc(__version__)} on {_esc(now)}. Plots are also in "
+                 f"<code>{_esc(PLOTS_DIR)}/</code> beside this file.</footer>")
+    body = "\n".join(parts)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{_esc(title)}</title>\n'
+            f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n")
+
+
+def write_report(run_dir: str | os.PathLike) -> Path:
+    """Write `run_dir/report.html` (self-contained) and the PNGs it shows into `run_dir/plots/`; returns the
+    report's path. Plots whose data are missing are skipped and the page says why. Raises TuneloopError when
+    `run_dir` is not a folder or holds neither metrics.jsonl nor results.json."""
+    run = read_run(run_dir)
+    plots: list[Plot] = []
+    with _style():
+        for make in (plot_loss, plot_lr, plot_evaluations, plot_predictions, plot_throughput):
+            made = make(run)
+            plots += made if isinstance(made, list) else [made]
+    plots_dir = run.folder / PLOTS_DIR
+    written = set()
+    if any(p.png for p in plots):
+        plots_dir.mkdir(exist_ok=True)
+    for plot in plots:
+        if plot.png is not None:
+            atomic_write_bytes(plots_dir / f"{plot.name}.png", plot.png)
+            written.add(f"{plot.name}.png")
+    if plots_dir.is_dir():       # plots of an earlier report that this one no longer has
+        for old in plots_dir.iterdir():
+            if old.is_file() and _OUR_PNG.match(old.name) and old.name not in written:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+    path = run.folder / REPORT_FILE
+    atomic_write_bytes(path, render_html(run, plots).encode("utf-8"))
+    return path
+

@@ -1,0 +1,158 @@
+"""Reading a run folder for the report: metrics.jsonl, results.json, config.yaml, model/tuneloop.json and the
+saved evaluation outputs, each optional (a run still going has only some), problems noted instead of raised."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from pathlib import Path
+
+from ..data.labels import LabelSchema, problem_type_of_outputs, recorded_schema
+from ..errors import TuneloopError
+from ..tasks import TASKS
+
+REPORT_FILE = "report.html"
+PLOTS_DIR = "plots"
+NOT_METRICS = ("loss", "num_samples", "epoch")
+EVAL_KEY = re.compile(r"^(eval(?:_[^/]+)?)/(.+)$")
+
+
+@dataclasses.dataclass
+class Run:
+    folder: Path
+    records: list = dataclasses.field(default_factory=list)
+    results: dict | None = None
+    config: dict | None = None
+    metadata: dict = dataclasses.field(default_factory=dict)
+    predictions: dict = dataclasses.field(default_factory=dict)   # split -> (logits, labels) or error string
+    notes: list = dataclasses.field(default_factory=list)          # problems reading the folder
+
+    @property
+    def complete(self) -> bool:
+        return self.results is not None
+
+    @property
+    def task(self) -> str | None:
+        for source in (self.results or {}, self.metadata, self.config or {}):
+            if source.get("task"):
+                return str(source["task"]).lower()
+        return None
+
+    @property
+    def task_spec(self):
+        return TASKS.get(self.task) if self.task else None
+
+    @property
+    def labels(self) -> LabelSchema | None:
+        """What the run records about its labels (data.labels.recorded_schema), else what its saved
+        evaluation outputs imply."""
+        schema = recorded_schema(self.metadata, self.config, self.results, self.task_spec)
+        if schema is None:
+            outputs = [value for value in self.predictions.values() if not isinstance(value, str)]
+            if outputs:
+                schema = LabelSchema(problem_type_of_outputs(*outputs[0]))
+        return schema
+
+    @property
+    def label_names(self) -> list[str] | None:
+        return (self.labels.names or None) if self.labels else None
+
+    @property
+    def problem_type(self) -> str | None:
+        return self.labels.problem_type if self.labels else None
+
+    @property
+    def primary_split(self) -> str:
+        """The split metrics.jsonl calls plain `eval/` (the first evaluation split)."""
+        splits = (self.results or {}).get("eval_splits")
+        if splits:
+            return str(next(iter(splits)))
+        if self.task_spec is not None and self.task_spec.validation:
+            return next(iter(self.task_spec.validation))
+        if len(self.predictions) == 1:
+            return next(iter(self.predictions))
+        return "validation"
+
+    def split_name(self, prefix: str) -> str:
+        return self.primary_split if prefix == "eval" else prefix[len("eval_"):]
+
+
+def _read_json(path: Path, notes: list, what: str):
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        notes.append(f"{what} could not be read ({type(e).__name__}: {str(e)[:200]}); it is left out.")
+        return None
+
+
+def _read_metrics(path: Path, notes: list) -> list[dict]:
+    """metrics.jsonl, skipping lines that do not parse (the last one may be half written while a run goes on)."""
+    if not path.is_file():
+        return []
+    records, bad = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+            records.append(record)
+    if bad:
+        notes.append(f"metrics.jsonl: {bad} line(s) could not be parsed and were skipped.")
+    return records
+
+
+def _read_predictions(folder: Path) -> dict:
+    import numpy as np
+
+    out = {}
+    for path in sorted(folder.glob("eval_*.npz")):
+        split = path.stem[len("eval_"):]
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                logits, labels = np.asarray(data["logits"]), np.asarray(data["labels"])
+        except Exception as e:       # a damaged or foreign file must not stop the report
+            out[split] = f"{path.name} could not be read ({type(e).__name__}: {str(e)[:200]})"
+            continue
+        if logits.ndim == 1:
+            logits = logits[:, None]
+        if logits.ndim != 2 or len(logits) != len(labels):
+            out[split] = (f"{path.name}: logits of shape {logits.shape} do not match labels of shape "
+                          f"{labels.shape}")
+            continue
+        out[split] = (logits.astype(np.float64), labels)
+    return out
+
+
+def read_run(run_dir: str | os.PathLike) -> Run:
+    folder = Path(run_dir)
+    if not folder.is_dir():
+        raise TuneloopError(f"{folder}: not a folder; give a tuneloop run folder (the --output-dir of a training "
+                            "run)")
+    if not (folder / "metrics.jsonl").is_file() and not (folder / "results.json").is_file():
+        raise TuneloopError(f"{folder}: not a tuneloop run folder (it has neither metrics.jsonl nor results.json)")
+    run = Run(folder)
+    run.records = _read_metrics(folder / "metrics.jsonl", run.notes)
+    results = _read_json(folder / "results.json", run.notes, "results.json")
+    run.results = results if isinstance(results, dict) else None
+    if (folder / "config.yaml").is_file():
+        import yaml
+
+        try:
+            config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+            run.config = config if isinstance(config, dict) else None
+        except (OSError, yaml.YAMLError) as e:
+            run.notes.append(f"config.yaml could not be read ({type(e).__name__}); it is left out.")
+    metadata = _read_json(folder / "model" / "tuneloop.json", run.notes, "model/tuneloop.json")
+    run.metadata = metadata if isinstance(metadata, dict) else {}
+    if (folder / "predictions").is_dir():
+        run.predictions = _read_predictions(folder / "predictions")
+    return run
+

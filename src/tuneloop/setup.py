@@ -1,0 +1,218 @@
+"""Setting up a run: small steps, each taking what it needs and returning one thing, and `setup` that runs them
+in order (accelerator, data, model, run folder, optimizer, loaders, plan, schedule, resumed state)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import checkpoint, runfolder, system, tasks, tracking
+from .config import TrainConfig
+from .data.batching import eval_loader, make_collator, train_loader
+from .data.prepare import PreparedData, prepare_data
+from .data.sources import resolve_data_dir
+from .errors import ConfigError, DataError
+from .model import build_optimizer, build_scheduler, load_model, load_tokenizer
+from .speed import CpuLevers, use_fast_dropout
+from .state import Plan, TrainState
+from .version import __version__
+
+log = logging.getLogger("tuneloop")
+
+
+@dataclass
+class Loaders:
+    train: object                       # torch DataLoader (prepared: this process's share)
+    evaluation: dict                    # split -> DataLoader
+
+
+@dataclass
+class Run:
+    """What `setup` made: everything the loop uses besides its own counters (those are `state`)."""
+
+    config: TrainConfig
+    accelerator: object
+    output_dir: Path
+    tokenizer: object
+    data: PreparedData
+    model: object
+    optimizer: object
+    scheduler: object
+    loaders: Loaders
+    plan: Plan
+    state: TrainState
+    metric_names: tuple
+    main_metric: str
+    metadata: dict                      # model/tuneloop.json
+    resumed_from: str | None
+    setup_s: float
+
+    @property
+    def metric_for_best(self) -> str:
+        return self.config.metric_for_best or self.main_metric
+
+
+def setup_output_dir(config: TrainConfig) -> str:
+    """The run folder, the same on every process (a default one is named after the start time)."""
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    state = PartialState(cpu=system.use_cpu(config.cpu))
+    chosen = [config.output_dir]
+    if state.num_processes > 1:
+        broadcast_object_list(chosen, from_process=0)
+    return chosen[0]
+
+
+def setup_accelerator(config: TrainConfig):
+    from accelerate import Accelerator
+    from accelerate.utils import ProjectConfiguration
+
+    out = Path(config.output_dir)
+    # on CPUs bf16 means bf16 matmuls inside oneDNN (speed.CpuLevers), not autocast
+    cpu_bf16 = config.mixed_precision == "bf16" and system.runs_on_cpu(config.cpu)
+    accelerator = Accelerator(cpu=system.use_cpu(config.cpu), mixed_precision="no" if cpu_bf16 else
+                              config.mixed_precision, gradient_accumulation_steps=config.gradient_accumulation_steps,
+                              log_with=tracking.trackers(config.report_to, out / "metrics.jsonl"),
+                              project_config=ProjectConfiguration(project_dir=str(out),
+                                                                  logging_dir=str(out / "tensorboard")))
+    if not accelerator.is_main_process:
+        log.setLevel(logging.WARNING)           # one process speaks
+    if system.single_process_cpu_launch():
+        log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
+                    "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
+                    "--num_processes N` or `torchrun --nproc_per_node N`")
+    return accelerator
+
+
+def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
+    with accelerator.main_process_first():       # the others reuse the main process's Arrow cache
+        data = prepare_data(config, tokenizer, with_test=config.predict_test)
+    if data.train is None or not data.evaluation:
+        raise DataError("training needs a training and a validation split: give --validation-file FILE "
+                        "(or a GLUE folder holding dev.tsv)")
+    names = metric_names(data)
+    if config.metric_for_best and config.metric_for_best not in names + tasks.ALWAYS_REPORTED:
+        raise ConfigError(f"--metric-for-best: {config.metric_for_best!r} is not reported for this data; choose "
+                          f"one of {', '.join(names + tasks.ALWAYS_REPORTED)}")
+    return data
+
+
+def metric_names(data: PreparedData) -> tuple[str, ...]:
+    return tasks.metric_names(data.task, data.labels.problem_type, data.labels.num_labels)
+
+
+def setup_model(config: TrainConfig, labels, device_type: str, levers: CpuLevers):
+    """The model with its new head, the dropout and attention the options ask for, embeddings frozen or not."""
+    model = load_model(config.model, labels, task=config.task, attention=config.attention, dropout=config.dropout)
+    if device_type == "cpu" and config.fast_dropout:
+        use_fast_dropout(model)
+    levers.route_attention(model, cheap_masks=device_type == "cpu" and config.fast_dropout)
+    if config.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    return model
+
+
+def setup_run_folder(config: TrainConfig, accelerator) -> Path:
+    """Create the folder (only now that data and model have loaded: a typo costs nothing), mark it as a run,
+    save the resolved config, start the trackers."""
+    out = Path(config.output_dir)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        runfolder.prepare_run_folder(out, config.overwrite, resume=config.resume is not None)
+        runfolder.write_run_marker(out, {"tuneloop_version": __version__, "kind": "train"})
+        config.save_yaml(out / "config.yaml")
+    accelerator.wait_for_everyone()
+    accelerator.init_trackers("tuneloop", tracking.hparams(config.to_dict()))
+    return out
+
+
+def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_processes: int) -> Loaders:
+    # 16-bit matmuls want sequence lengths in multiples of 8: tensor cores on GPUs; on CPUs, oneDNN builds and
+    # caches a kernel per shape, so fewer shapes measured 6-12% faster steps and 0.6 GB less memory
+    multiple = 8 if config.mixed_precision in ("fp16", "bf16") else None
+    collator = make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
+    global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
+    return Loaders(train_loader(data.train, tokenizer, config, collator, global_batch),
+                   {name: eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0]
+                    for name, ds in data.evaluation.items()})
+
+
+def setup_scheduler(config: TrainConfig, optimizer, plan: Plan, accelerator):
+    # not prepared: stepping it ourselves once per optimizer step keeps the schedule independent of the
+    # number of processes (a prepared scheduler steps once per process)
+    scheduler = build_scheduler(optimizer, config.lr_scheduler, plan.total_steps, config.warmup_steps,
+                                config.warmup_ratio)
+    accelerator.register_for_checkpointing(scheduler)
+    return scheduler
+
+
+def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan) -> tuple[TrainState, str | None]:
+    """A fresh TrainState, or with --resume the checkpoint's (model, optimizer, scheduler and random states are
+    loaded into the prepared objects); returns the state and the checkpoint it came from."""
+    if config.resume is None:
+        return TrainState(), None
+    path, saved = checkpoint.load_checkpoint(accelerator, output_dir, config.resume, config.to_dict(),
+                                             accelerator.num_processes, log.warning)
+    state = TrainState.from_dict(saved, plan.steps_per_epoch, config.gradient_accumulation_steps)
+    if accelerator.is_main_process:
+        checkpoint.truncate_metrics(output_dir / "metrics.jsonl", state.step)
+    accelerator.wait_for_everyone()
+    log.info(f"resuming from {path} (step {state.step}, epoch {state.epoch + 1})")
+    return state, str(path)
+
+
+def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: str) -> dict:
+    """model/tuneloop.json: what evaluate/predict need to use the model without repeating options."""
+    return {"tuneloop_version": __version__, "task": config.task, "text_columns": list(data.text_columns),
+            "labels": data.labels.to_dict(), "max_length": config.max_length, "base_model": config.model,
+            "metrics": list(names), "main_metric": main,
+            "data": {"task": config.task, "data_dir": str(Path(resolve_data_dir(config.data_dir)).resolve())
+                     if config.data_dir else None,
+                     "validation_file": str(Path(config.validation_file).resolve()) if config.validation_file
+                     else None, "text_columns": config.text_columns, "label_column": config.label_column}}
+
+
+def describe(run: Run) -> None:
+    c, d, acc, plan = run.config, run.data, run.accelerator, run.plan
+    sizes = ", ".join(f"{name} {len(ds)}" for name, ds in [("train", d.train), *d.evaluation.items()])
+    log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({d.labels.problem_type}, "
+             f"{d.labels.num_labels} label(s)) | examples: {sizes}")
+    log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), precision {c.mixed_precision}, "
+             f"attention {c.attention} | batch {c.batch_size}/device, global {plan.global_batch} | "
+             f"{plan.steps_per_epoch} steps/epoch, {plan.total_steps} steps | output {run.output_dir}")
+
+
+def setup(config: TrainConfig, levers: CpuLevers) -> Run:
+    from accelerate.utils import set_seed
+
+    started = time.perf_counter()
+    config = config.replace(output_dir=setup_output_dir(config))
+    accelerator = setup_accelerator(config)
+    if not config.dry_run:
+        runfolder.check_run_folder(config.output_dir, config.overwrite, resume=config.resume is not None)
+    if config.resume is not None:        # a resume that cannot work is refused before anything is read or written
+        checkpoint.check_resumable(Path(config.output_dir), config.resume, config.to_dict(),
+                                   accelerator.num_processes)
+    set_seed(config.seed)                        # the new head's weights, then data order and dropout
+    tokenizer = load_tokenizer(config.model)
+    data = setup_data(config, tokenizer, accelerator)
+    model = setup_model(config, data.labels, accelerator.device.type, levers)
+    output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, accelerator)
+    optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
+    loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes)
+    model, optimizer, train, *evaluation = accelerator.prepare(model, optimizer, loaders.train,
+                                                               *loaders.evaluation.values())
+    loaders = Loaders(train, dict(zip(loaders.evaluation, evaluation)))
+    # step counts only now: after prepare() the loader holds this process's share of the batches
+    plan = Plan.make(len(loaders.train), config, accelerator.num_processes)
+    scheduler = setup_scheduler(config, optimizer, plan, accelerator)
+    state, resumed_from = setup_state(config, accelerator, output_dir, plan)
+    names = metric_names(data)
+    main = tasks.main_metric(data.task, data.labels.problem_type)
+    run = Run(config, accelerator, output_dir, tokenizer, data, model, optimizer, scheduler, loaders, plan, state,
+              names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started)
+    describe(run)
+    return run

@@ -1,0 +1,46 @@
+"""SIGINT/SIGTERM during a run: noted by a handler and acted on by the loop at the next step boundary (save a
+checkpoint, then stop), with every process agreeing. The handlers are the run's only while it goes."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+
+import torch
+
+log = logging.getLogger("tuneloop")
+
+
+class StopSignals(contextlib.AbstractContextManager):
+    """Installs the handlers on entry (from the main thread only: Python allows no other) and puts the
+    previous ones back on exit, also when the run raises. A second Ctrl-C stops at once."""
+
+    def __init__(self):
+        self.signal_number, self._previous = 0, {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+        return None
+
+    def _handle(self, signum, frame):
+        if self.signal_number and signum == signal.SIGINT:
+            raise KeyboardInterrupt          # a second Ctrl-C: stop now, no checkpoint
+        self.signal_number = signum
+        log.warning("stopping at the end of this step to save a checkpoint (Ctrl-C again to stop at once)")
+
+    def received(self, accelerator) -> int:
+        """The signal any process received (0 for none): one process saw it, all stop."""
+        if accelerator.num_processes == 1:
+            return self.signal_number
+        flag = torch.tensor([self.signal_number], device=accelerator.device)
+        return int(accelerator.gather(flag).max())
