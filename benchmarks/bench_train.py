@@ -8,6 +8,8 @@ everything to one JSON file (rewritten atomically after every run, so a long ben
     python benchmarks/bench_train.py                       # 3 seeds x 3 implementations (long!)
     python benchmarks/bench_train.py --seeds 1 --impls baseline,trainer --max-train-samples 64 --epochs 1 \
         --out /tmp/bench_smoke.json                        # smoke test
+    git worktree add /tmp/before <commit>                  # this tree against an earlier one, side by side:
+    python benchmarks/bench_train.py --reference-src /tmp/before --impls tuneloop,tuneloop_ref,tuneloop_fast,tuneloop_ref_fast
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "glue", "MRPC"))
 WORK_DIR = os.path.join(REPO, "benchmarks", "work")  # git-ignored: logs and per-run reports
-IMPLS = ("baseline", "tuneloop", "trainer", "tuneloop_fast")  # the order runs alternate in
+# the order runs alternate in; tuneloop_ref*: the same runs of the checkout given by --reference-src
+IMPLS = ("baseline", "tuneloop", "tuneloop_ref", "trainer", "tuneloop_fast", "tuneloop_ref_fast")
 SUMMARY_METRICS = ("wall_s", "train_loop_s", "samples_per_s", "tokens_per_s", "accuracy", "f1", "peak_rss_mb")
 
 
@@ -116,7 +119,7 @@ def machine_slug(machine: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- running
-def run_child(cmd: list[str], log_path: str, timeout: float | None) -> dict:
+def run_child(cmd: list[str], log_path: str, timeout: float | None, extra_env: dict | None = None) -> dict:
     """Run cmd with its output in log_path; the process's wall time and peak RSS come from os.wait4, which
     returns the resource usage of exactly this child (ru_maxrss: the largest resident set of the child or of
     any of its own waited-for children -- a maximum over processes, not a sum)."""
@@ -124,6 +127,7 @@ def run_child(cmd: list[str], log_path: str, timeout: float | None) -> dict:
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("HF_DATASETS_OFFLINE", "1")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra_env or {})
     with open(log_path, "wb") as log:
         log.write(("$ " + shlex.join(cmd) + "\n").encode())
         log.flush()
@@ -182,7 +186,7 @@ def build_command(impl: str, seed: int, args, report_path: str, tl_out: str) -> 
                 "--output", report_path, *common]
     cmd = [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
            "minilm", "--seed", str(seed), "--output-dir", tl_out, "--quiet", *common]
-    if impl == "tuneloop_fast":
+    if impl in ("tuneloop_fast", "tuneloop_ref_fast"):
         cmd += ["--recipe", "fast"]
     return cmd + shlex.split(args.tuneloop_args)
 
@@ -222,7 +226,9 @@ def run_one(impl: str, seed: int, args, work: str) -> dict:
     cmd = build_command(impl, seed, args, report_path, tl_out)
     record = {"impl": impl, "seed": seed}
     try:
-        child = run_child(cmd, log_path, args.timeout)
+        # tuneloop_ref*: the checkout at --reference-src comes first on the path (before the installed tuneloop)
+        extra = {"PYTHONPATH": os.path.join(args.reference_src, "src")} if impl.startswith("tuneloop_ref") else None
+        child = run_child(cmd, log_path, args.timeout, extra)
         record.update(child)
         record["cmd"] = shlex.join(cmd)
         record["log"] = log_path
@@ -351,6 +357,9 @@ def parse_args(argv=None):
     p.add_argument("--max-train-samples", type=int, default=None, help="first N training examples (smoke tests)")
     p.add_argument("--epochs", type=int, default=None, help="epochs for every impl (default: each one's, 3)")
     p.add_argument("--timeout", type=float, default=None, help="kill a run after this many seconds")
+    p.add_argument("--reference-src", default=None, metavar="DIR",
+                   help="a checkout of tuneloop (e.g. a git worktree of an earlier commit) for tuneloop_ref and "
+                        "tuneloop_ref_fast: the same runs, side by side with this tree's")
     p.add_argument("--out", default=None, help="result JSON (default: benchmarks/results/<date>-<machine>.json)")
     args = p.parse_args(argv)
     impls = [s.strip() for s in args.impls.split(",") if s.strip()]
@@ -359,11 +368,24 @@ def parse_args(argv=None):
         p.error(f"--impls: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(IMPLS)}")
     if args.with_fast and "tuneloop_fast" not in impls:
         impls.append("tuneloop_fast")
+    if any(i.startswith("tuneloop_ref") for i in impls) and not (
+            args.reference_src and os.path.isdir(os.path.join(args.reference_src, "src", "tuneloop"))):
+        p.error("tuneloop_ref and tuneloop_ref_fast need --reference-src DIR: a checkout with src/tuneloop")
     args.impls = [i for i in IMPLS if i in impls]  # always alternate in the fixed order
     args.data_dir = os.path.abspath(args.data_dir)
     if not os.path.isfile(os.path.join(args.data_dir, "train.tsv")):
         p.error(f"--data-dir {args.data_dir}: no train.tsv there")
     return args
+
+
+def git_commit(folder: str | None) -> str | None:
+    if not folder:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", folder, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
 
 
 def main(argv=None) -> int:
@@ -377,7 +399,8 @@ def main(argv=None) -> int:
               "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
               "settings": {"seeds": args.seeds, "impls": args.impls, "epochs": args.epochs,
                            "max_train_samples": args.max_train_samples, "tuneloop_args": args.tuneloop_args,
-                           "data_dir": args.data_dir},
+                           "data_dir": args.data_dir, "reference_src": args.reference_src,
+                           "reference_commit": git_commit(args.reference_src), "commit": git_commit(REPO)},
               "notes": "summary wall_s and peak_rss_mb are measured by the harness for every process (os.wait4); "
                        "per-run wall_s/peak_rss_mb are the scripts' own (tuneloop: the harness's). tuneloop's "
                        "train_loop_s is results.json train.training_s (evaluations excluded).",
