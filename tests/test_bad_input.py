@@ -58,7 +58,7 @@ def test_missing_label_column(tiny_model, tmp_path, good, capsys):
 
 def test_label_unseen_in_training(tiny_model, tmp_path, good, capsys):
     dev = write(tmp_path / "dev.csv", "text,label\nthe cat,0\nthe dog,1\nthe cow,7\n")
-    check(*run_cli(train_argv(tiny_model, tmp_path, good, dev), capsys), "dev.csv", "row 3", "'7'",
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, dev), capsys), "dev.csv", "line 4", "'7'",
           "not seen in the training data")
 
 
@@ -72,7 +72,7 @@ def test_empty_and_header_only_files(tiny_model, tmp_path, good, capsys):
 def test_non_numeric_regression_target(tiny_model, tmp_path, capsys):
     train = write(tmp_path / "scores.csv", "text,score\na b,1.5\nc d,2.25\ne f,n/a\n")
     check(*run_cli(train_argv(tiny_model, tmp_path, train, train, "--problem-type", "regression"), capsys),
-          "scores.csv", "row 3", "'n/a'", "not a number")
+          "scores.csv", "line 4", "'n/a'", "not a number")
 
 
 def test_row_with_wrong_number_of_fields(tiny_model, tmp_path, good, capsys):
@@ -116,3 +116,38 @@ def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):
     code, err = run_cli(["train", "--task", "rte", "--model", tiny_model, "--output-dir", str(tmp_path / "o")],
                         capsys)
     check(code, err, "nyu-mll/glue", "--data-dir")
+
+
+def test_max_length_beyond_the_position_embeddings_is_refused_up_front(tiny_model, tmp_path, good, capsys):
+    out = tmp_path / "out"
+    argv = train_argv(tiny_model, tmp_path, good, good, "--max-length", "100")
+    check(*run_cli(argv, capsys), "--max-length 100", "position embeddings for 64 tokens", "64 or less")
+    assert not out.exists()
+
+
+def test_a_tracker_whose_package_is_missing_is_refused_up_front(monkeypatch):
+    import importlib.util
+
+    from tuneloop import ConfigError, TrainConfig
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    with pytest.raises(ConfigError, match=r"--report-to: wandb needs the wandb package, which is not installed: "
+                                          r"`pip install wandb`"):
+        TrainConfig(report_to="wandb").validate()
+    TrainConfig(report_to="tensorboard").validate()            # installed with the test extras
+
+
+def test_progress_in_a_log_file_is_plain_lines(tiny_model, shared_mrpc_dir, tmp_path):
+    """stderr that is not a terminal: no carriage-return bar frames, no datasets bars, a plain progress line."""
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir",
+                           str(shared_mrpc_dir), "--model", tiny_model, "--output-dir", str(tmp_path / "run"),
+                           "--max-steps", "6", "--mixed-precision", "no"], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "\r" not in proc.stderr and "Generating" not in proc.stderr
+    assert "step 6/6 (epoch 0.24): loss " in proc.stderr and "samples/s, done" in proc.stderr

@@ -90,8 +90,9 @@ def test_string_labels_map_to_sorted_ids_and_back(tmp_path):
     assert schema.problem_type == "single_label_classification"
     assert schema.names == ["eggs", "ham", "spam"]
     encode = LabelEncoder(schema, str(path))
-    assert [encode(r["label"], r["idx"]) for r in raw.train] == [2, 1, 0, 1]
-    with pytest.raises(DataError, match=r"row 8: label 'bacon' was not seen in the training data"):
+    assert [encode(r["label"], r["pos"]) for r in raw.train] == [2, 1, 0, 1]
+    assert [r["pos"] for r in raw.train] == [1, 2, 3, 4]                 # jsonl positions are lines
+    with pytest.raises(DataError, match=r"train\.jsonl: line 7: label 'bacon' was not seen in the training data"):
         encode("bacon", 7)
 
 
@@ -118,8 +119,8 @@ def test_prepare_tokenizes_pairs_and_drops_raw_columns(tiny_model, mrpc_dir):
                          max_train_samples=50, max_eval_samples=20, quiet=True)
     data = prepare_data(config, tok)
     assert len(data.train) == 50 and len(data.evaluation["validation"]) == 20
-    assert set(data.train.column_names) == {"idx", "id", "input_ids", "token_type_ids", "attention_mask", "length",
-                                            "labels"}
+    assert set(data.train.column_names) == {"doc", "id", "truncated", "input_ids", "token_type_ids",
+                                            "attention_mask", "length", "labels"}
     row = data.train[0]
     assert row["input_ids"][0] == tok.cls_token_id and row["input_ids"].count(tok.sep_token_id) == 2
     assert 1 in row["token_type_ids"]                  # a pair: the second segment is marked
@@ -177,3 +178,15 @@ def test_built_in_sample_is_the_recorded_data():
     assert set(recorded) == {"train.tsv", "dev.tsv", "test.tsv"}
     for name, digest in recorded.items():
         assert hashlib.sha256((SAMPLE_DIR / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_positions_are_named_alike_in_every_error(tmp_path):
+    """The same row is `line 4` whether the reader or the label encoder finds the problem (header = line 1)."""
+    from tuneloop.data.readers import position_word
+
+    assert [position_word(p) for p in ("a.csv", "a.tsv", "a.jsonl", "a.json", "a.parquet", "hub:x/y")] == \
+        ["line", "line", "line", "item", "row", "row"]
+    train = tmp_path / "train.jsonl"
+    train.write_text('{"text": "a", "label": "x"}\n{"text": "b", "label": "y"}\n{"text": null, "label": "x"}\n')
+    with pytest.raises(DataError, match=r"train\.jsonl: line 3: column 'text' has no text"):
+        load_user_files(str(train), None, None, None, None)

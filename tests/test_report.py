@@ -273,7 +273,7 @@ def test_model_card_of_a_run_names_labels_metrics_and_usage(tiny_run, tiny_model
     meta = front_matter(card)
     assert meta["library_name"] == "transformers" and meta["pipeline_tag"] == "text-classification"
     assert meta["tags"] == ["tuneloop", "text-classification"]
-    assert set(meta["metrics"]) == {"accuracy", "f1"}
+    assert set(meta["metrics"]) == {"accuracy", "f1", "f1_macro"}
     assert "base_model" not in meta                           # a local folder is not a Hub id ...
     assert tiny_model in card                                 # ... so the card records the path
     for name in ("not_equivalent", "equivalent", "accuracy", "f1", "MRPC", "sentence pair: are they paraphrases?",

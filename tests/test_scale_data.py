@@ -12,6 +12,7 @@ from tuneloop.config import TrainConfig
 from tuneloop.data.batching import LengthGroupedSampler
 from tuneloop.data.prepare import prepare_data
 from tuneloop.data.sources import load_user_files
+from tuneloop.data.long_texts import TextPolicy
 from tuneloop.data.tokenize import describe_stats, tokenize
 from tuneloop.model import load_tokenizer
 
@@ -57,10 +58,10 @@ def test_stats_with_several_processes(tiny_model, tmp_path):
     assert not raw.stats["train"]["read_cached"] and raw.stats["train"]["rows"] == 200
     tok = load_tokenizer(tiny_model)
     stats: dict = {}
-    out = tokenize(raw.train, tok, 32, True, None, "t", num_proc=2, stats=stats)
+    out = tokenize(raw.train, tok, TextPolicy(32), True, None, "t", num_proc=2, stats=stats)
     assert len(out) == 200 and stats["num_proc"] == 2 and not stats["tokenize_cached"]
     stats2: dict = {}
-    tokenize(raw.train, tok, 32, True, None, "t", num_proc=2, stats=stats2)
+    tokenize(raw.train, tok, TextPolicy(32), True, None, "t", num_proc=2, stats=stats2)
     assert stats2["tokenize_cached"]
 
 

@@ -36,7 +36,7 @@ def test_results_json_layout(trained):
     out, results = trained
     on_disk = json.loads((out / "results.json").read_text())
     assert on_disk == results
-    assert set(on_disk["eval"]) == {"accuracy", "f1", "loss", "num_samples"}
+    assert set(on_disk["eval"]) == {"accuracy", "f1", "f1_macro", "loss", "num_samples"}
     assert on_disk["eval"]["num_samples"] == 60
     train = on_disk["train"]
     assert train["num_samples"] == 200 and train["epochs"] == 3 and train["steps"] == 3 * 25

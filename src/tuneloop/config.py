@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import math
 import os
 import typing
@@ -26,9 +27,13 @@ PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies pres
 PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
 MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
 ATTENTION = ("auto", "sdpa", "eager", "chunked")
+SAMPLERS = ("random", "balanced")
+TRUNCATION = ("head", "tail", "head+tail")            # data/long_texts.py
+POOLING = ("mean", "max")
 SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
               "inverse_sqrt")
 TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow", "comet_ml": "comet_ml"}
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 GROUPS = ("data", "model", "training", "evaluation", "checkpointing", "output")
 
@@ -62,6 +67,15 @@ class TrainConfig:
                                          "data", metavar="SEP")
     max_length: Optional[int] = opt(None, "truncate inputs to this many tokens (default: the tokenizer's maximum)",
                                     "data", metavar="N")
+    truncation: str = opt("head", "which tokens of a text longer than --max-length are kept: head (the first), "
+                          "tail (the last), or head+tail (a quarter from the start, the rest from the end: best for "
+                          "long texts in Sun et al. 2019); the saved model applies it in evaluate and predict too",
+                          "data", TRUNCATION)
+    windows: Optional[int] = opt(None, "read long texts whole, in overlapping windows of --max-length sharing this "
+                                 "many tokens (transformers' stride): each window trains as a row with its text's "
+                                 "label; predictions are pooled back to one per text", "data", metavar="OVERLAP")
+    window_pooling: str = opt("mean", "how --windows predictions become one per text: the mean of the windows' "
+                              "probabilities, or each class's max", "data", POOLING)
     pad_to_max_length: bool = opt(False, "pad every batch to --max-length (fixed shapes for TPUs / compiled graphs) "
                                   "instead of padding each batch to its longest example", "data")
     max_train_samples: Optional[int] = opt(None, "use only the first N training examples (quick runs)", "data",
@@ -70,6 +84,12 @@ class TrainConfig:
                                           metavar="N")
     num_proc: Optional[int] = opt(None, "processes for tokenization (default: automatic by data size)", "data",
                                   metavar="N")
+    validation_split: float = opt(0.1, "with --train-file and no --validation-file: hold out this fraction of the "
+                                  "training rows for validation, stratified (by label; quantile bins for regression; "
+                                  "label sets for multi-label) and recorded in the run folder (split.json)", "data",
+                                  metavar="F")
+    split_seed: int = opt(42, "seed of the held-out validation split (kept apart from --seed, so runs with other "
+                          "seeds are scored on the same rows)", "data", metavar="N")
     # model
     model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
                      "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
@@ -97,6 +117,12 @@ class TrainConfig:
                               "training", metavar="R")
     max_grad_norm: Optional[float] = opt(None, "clip the gradient norm to this (off by default, as in the course "
                                          "chapter; costs about 10% of a CPU step)", "training", metavar="X")
+    class_weights: str = opt("none", "weigh the loss by class: none, balanced (n_samples / (n_classes * count), "
+                             "scikit-learn's formula; per-label pos_weight = negatives / positives for multi-label), "
+                             "or a JSON file of label: weight", "training", metavar="none|balanced|FILE")
+    sampler: str = opt("random", "training order: random, or balanced (rows drawn with replacement so that every "
+                       "class is seen about equally often; seeded per epoch and length-grouped like random)",
+                       "training", SAMPLERS)
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
     mixed_precision: str = opt("auto", "auto: bf16 where the hardware computes it natively (Ampere or newer GPUs, "
@@ -161,6 +187,11 @@ class TrainConfig:
         if self.max_grad_norm is not None:
             need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
         need(self.keep_last >= 1, "keep_last", f"must be at least 1, got {self.keep_last}")
+        need(0 < self.validation_split < 1, "validation_split",
+             f"must be a fraction between 0 and 1 (exclusive), got {self.validation_split}")
+        if self.class_weights not in ("none", "balanced"):
+            need(Path(self.class_weights).is_file(), "class_weights",
+                 f"{self.class_weights!r} is neither none, balanced nor an existing JSON file of label: weight")
         if self.save_every is not None and self.save_every != "epoch":
             need(str(self.save_every).isdigit() and int(self.save_every) >= 1, "save_every",
                  f"must be a number of steps (>= 1) or `epoch`, got {self.save_every!r}")
@@ -171,13 +202,20 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None:
                 need(value >= 1, name, f"must be at least 1, got {value}")
+        if self.windows is not None:
+            need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
         for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
-                              ("recipe", RECIPES), ("attention", ATTENTION),
+                              ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
+                              ("truncation", TRUNCATION), ("window_pooling", POOLING),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
+        if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word
+            package = TRACKER_PACKAGES[self.report_to]
+            need(importlib.util.find_spec(package) is not None, "report_to",
+                 f"{self.report_to} needs the {package} package, which is not installed: `pip install {package}`")
         if self.task is not None:
             need(self.task.lower() in TASKS, "task",
                  f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)} (or leave it out and give "

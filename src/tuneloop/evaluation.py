@@ -6,10 +6,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
+import numpy as np  # noqa: F401  (arrays in the signatures)
 import torch
 
 from .metrics import Accumulator
+from .tracking import interactive
 
 
 def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: str, quiet: bool) -> Accumulator:
@@ -19,17 +20,18 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
 
     was_training = model.training
     model.eval()
-    bar = tqdm(loader, desc=desc, leave=False, disable=quiet or not accelerator.is_main_process, file=sys.stderr,
-               dynamic_ncols=True)
+    bar = tqdm(loader, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True,
+               disable=quiet or not accelerator.is_main_process or not interactive())
     with torch.no_grad():
         for batch in bar:
-            labels = batch.pop("labels", None)
+            labels, docs = batch.pop("labels", None), batch.pop("doc", None)
             logits = model(**batch).logits
             if labels is None:
-                accumulator.add_batch(accelerator.gather_for_metrics(logits))
+                logits, docs = accelerator.gather_for_metrics((logits, docs))
+                accumulator.add_batch(logits, docs=docs)
             else:
-                logits, labels = accelerator.gather_for_metrics((logits, labels))
-                accumulator.add_batch(logits, labels)
+                logits, labels, docs = accelerator.gather_for_metrics((logits, labels, docs))
+                accumulator.add_batch(logits, labels, docs)
     model.train(was_training)
     return accumulator
 
@@ -39,7 +41,7 @@ class Evaluation:
     """One evaluation of every evaluation split."""
 
     metrics: dict                                  # split -> {metric: value, "loss": x, "num_samples": n}
-    outputs: dict = field(default_factory=dict)    # split -> (logits, labels) arrays, in the loader's order
+    outputs: dict = field(default_factory=dict)    # split -> (logits, labels): a row per text, in row order
     seconds: float = 0.0
 
     @property
@@ -48,11 +50,12 @@ class Evaluation:
         return next(iter(self.metrics.values()))
 
 
-def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False) -> Evaluation:
+def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False,
+             pooling: str = "mean") -> Evaluation:
     started = time.perf_counter()
     metrics, outputs = {}, {}
     for split, loader in loaders.items():
-        acc = run_inference(model, loader, accelerator, Accumulator(metric_names, problem_type),
+        acc = run_inference(model, loader, accelerator, Accumulator(metric_names, problem_type, pooling),
                             f"Evaluating {split}", quiet)
         metrics[split] = acc.compute()
         outputs[split] = (acc.all_logits, acc.all_labels)
@@ -60,13 +63,11 @@ def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str,
 
 
 def predict_logits(model, tokenized, tokenizer, accelerator, problem_type: str, batch_size: int, quiet: bool,
-                   desc: str = "Predicting") -> np.ndarray:
-    """Logits for a tokenized split in its original row order (batches run longest first)."""
+                   desc: str = "Predicting", pooling: str = "mean") -> np.ndarray:
+    """Logits for a tokenized split, one row per input row in its original order (batches run longest first;
+    windows are pooled back into their row)."""
     from .data.batching import eval_loader, make_collator
 
-    loader, order = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
+    loader, _ = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
     loader = accelerator.prepare(loader)
-    acc = run_inference(model, loader, accelerator, Accumulator((), problem_type), desc, quiet)
-    logits = np.empty_like(acc.all_logits)
-    logits[order] = acc.all_logits                       # undo the length sort
-    return logits
+    return run_inference(model, loader, accelerator, Accumulator((), problem_type, pooling), desc, quiet).all_logits

@@ -47,7 +47,8 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         while not plan.finished(state):
             for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
                 with acc.accumulate(model):                        # no gradient sync on inner micro-steps
-                    loss = model(**batch).loss
+                    labels = batch.pop("labels")
+                    loss = r.loss(model(**batch).logits, labels)   # losses.py: with --class-weights when asked
                     if cfg.skip_nonfinite_batches and not torch.isfinite(loss.detach()):   # a host sync: opt-in
                         state.skipped_batches += 1
                         log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
@@ -71,7 +72,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
 
                 if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
                     evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
-                                          r.data.labels.problem_type, cfg.quiet)
+                                          r.data.labels.problem_type, cfg.quiet, cfg.window_pooling)
                     log.evaluation(state.step, epoch, evaluation)
                     if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
                         outputs.save_model_folder(r, "best")       # OUT/best/: the best evaluation so far
@@ -92,7 +93,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
 
         if evaluation is None:           # resumed from a checkpoint of the last step: nothing left to train
             evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
-                                  cfg.quiet)
+                                  cfg.quiet, cfg.window_pooling)
         log.close()
         results = outputs.results(r, state, log, evaluation, samples_before)
         acc.wait_for_everyone()

@@ -55,25 +55,69 @@ def loss_from_logits(logits: np.ndarray, labels: np.ndarray, problem_type: str) 
     return float(fn.cross_entropy(x, y.long()))
 
 
+def pool_windows(logits: np.ndarray, labels: np.ndarray | None, docs: np.ndarray, problem_type: str,
+                 how: str = "mean"):
+    """One row per document, in document order: the mean (or per-class max) of its windows' probabilities,
+    turned back into logits (log-probabilities; logits of the sigmoid for multi-label); regression takes the
+    mean score. A document with one window keeps its logits exactly."""
+    order = np.argsort(docs, kind="stable")
+    unique, starts = np.unique(docs[order], return_index=True)
+    logits, labels = logits[order], (labels[order] if labels is not None else None)
+    if len(unique) == len(docs):
+        return logits, labels, unique
+    counts = np.diff(np.append(starts, len(docs)))[:, None]
+    if problem_type == "regression":
+        pooled = np.add.reduceat(logits, starts, axis=0) / counts
+    else:
+        x = torch.from_numpy(logits).double()
+        probs = (torch.sigmoid(x) if problem_type == "multi_label_classification" else torch.softmax(x, -1)).numpy()
+        probs = np.maximum.reduceat(probs, starts, axis=0) if how == "max" else \
+            np.add.reduceat(probs, starts, axis=0) / counts
+        probs = np.clip(probs, 1e-12, 1 - 1e-12)
+        if problem_type == "multi_label_classification":
+            pooled = np.log(probs) - np.log1p(-probs)
+        else:
+            pooled = np.log(probs / probs.sum(axis=1, keepdims=True))
+    single = counts[:, 0] == 1                   # documents of one window keep their logits exactly
+    pooled[single] = logits[starts[single]]
+    return pooled.astype(logits.dtype), (labels[starts] if labels is not None else None), unique
+
+
 class Accumulator:
-    """Like `evaluate`'s add_batch/compute: collect (already gathered) logits and labels, compute at the end."""
+    """Like `evaluate`'s add_batch/compute: collect (already gathered) logits, labels and the documents they
+    belong to; compute on one row per document (windows pooled, see pool_windows)."""
 
-    def __init__(self, names, problem_type: str):
-        self.names, self.problem_type = tuple(names), problem_type
-        self.logits, self.labels = [], []
+    def __init__(self, names, problem_type: str, pooling: str = "mean"):
+        self.names, self.problem_type, self.pooling = tuple(names), problem_type, pooling
+        self.logits, self.labels, self.docs = [], [], []
+        self._pooled = None
 
-    def add_batch(self, logits: torch.Tensor, labels: torch.Tensor | None = None) -> None:
+    def add_batch(self, logits: torch.Tensor, labels: torch.Tensor | None = None,
+                  docs: torch.Tensor | None = None) -> None:
         self.logits.append(logits.detach().float().cpu().numpy())
         if labels is not None:
             self.labels.append(labels.detach().cpu().numpy())
+        if docs is not None:
+            self.docs.append(docs.detach().cpu().numpy())
+        self._pooled = None
+
+    def pooled(self):
+        """(logits, labels or None, docs): one row per document, in document order."""
+        if self._pooled is None:
+            logits = np.concatenate(self.logits) if self.logits else np.zeros((0, 1), dtype=np.float32)
+            labels = np.concatenate(self.labels) if self.labels else None
+            docs = np.concatenate(self.docs) if self.docs else np.arange(len(logits))
+            self._pooled = pool_windows(logits, labels, docs, self.problem_type, self.pooling)
+        return self._pooled
 
     @property
     def all_logits(self) -> np.ndarray:
-        return np.concatenate(self.logits) if self.logits else np.zeros((0, 1), dtype=np.float32)
+        return self.pooled()[0]
 
     @property
     def all_labels(self) -> np.ndarray:
-        return np.concatenate(self.labels) if self.labels else np.zeros((0,))
+        labels = self.pooled()[1]
+        return labels if labels is not None else np.zeros((0,))
 
     def compute(self) -> dict:
         logits, labels = self.all_logits, self.all_labels

@@ -53,6 +53,33 @@ def _load_error(name: str, what: str, e: Exception) -> TuneloopError:
     return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
 
 
+# models whose position ids start after the padding index (RoBERTa's scheme): that many positions are not for tokens
+_POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "camembert", "data2vec-text", "longformer", "xmod",
+                            "roberta-prelayernorm", "ibert", "mpnet")
+
+
+def check_max_length(name: str, max_length: int | None) -> None:
+    """Refuse a --max-length the model's absolute position embeddings cannot take (it would fail inside the
+    model at the first long text)."""
+    if max_length is None:
+        return
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model(name))
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "model configuration", e) from None
+    positions = getattr(config, "max_position_embeddings", None)
+    if not positions or getattr(config, "position_embedding_type", "absolute") != "absolute" or \
+            not getattr(config, "position_biased_input", True):
+        return
+    if config.model_type in _POSITIONS_AFTER_PADDING:
+        positions -= (config.pad_token_id or 0) + 1
+    if max_length > positions:
+        raise TuneloopError(f"--max-length {max_length}: the model {name} has position embeddings for {positions} "
+                            f"tokens; use --max-length {positions} or less")
+
+
 def load_tokenizer(name: str):
     from transformers import AutoTokenizer
 

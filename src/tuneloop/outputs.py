@@ -11,6 +11,7 @@ import torch
 
 from .atomic import atomic_write_bytes, atomic_write_json
 from .evaluation import Evaluation, predict_logits
+from .failures import ERRORS_FILE, error_rows, per_class
 from .model import save_model
 from .predictions import prediction_rows, write_predictions
 
@@ -49,6 +50,13 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
         out["train"]["skipped_nonfinite_batches"] = state.skipped_batches
     if len(evaluation.metrics) > 1:
         out["eval_splits"] = evaluation.metrics
+    classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
+               evaluation.outputs.items()}
+    if any(classes.values()):
+        out["per_class"] = classes                # precision, recall, F1 and support of every class, per split
+    if run.data.split is not None:
+        out["validation_split"] = {k: v for k, v in run.data.split.items() if k not in ("train", "validation")} | \
+            {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
     return out
 
 
@@ -62,6 +70,7 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, logits=logits.astype(np.float32), labels=labels)
         atomic_write_bytes(run.output_dir / "predictions" / f"eval_{split}.npz", buffer.getvalue())
+    write_errors(run, evaluation)
     from .report import write_model_card, write_report
 
     try:
@@ -71,15 +80,24 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
         log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
 
 
+def write_errors(run, evaluation: Evaluation) -> None:
+    """OUT/errors.csv: the first evaluation split's rows the model gets wrong, most confidently wrong first."""
+    split = next(iter(evaluation.outputs))
+    logits, labels = evaluation.outputs[split]          # a row per text, in the split's row order
+    rows = error_rows(run.data.raw.evaluation[split], logits, labels, run.data.labels)
+    write_predictions(rows, str(run.output_dir / ERRORS_FILE))
+
+
 def predict_test(run) -> None:
     """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks)."""
     if not run.data.test:
         log.warning("--predict-test: this data has no test split (give --test-file FILE)")
     for split, ds in run.data.test.items():
         logits = predict_logits(run.model, ds, run.tokenizer, run.accelerator, run.data.labels.problem_type,
-                                run.config.eval_batch_size, run.config.quiet, f"Predicting {split}")
+                                run.config.eval_batch_size, run.config.quiet, f"Predicting {split}",
+                                run.config.window_pooling)
         if run.accelerator.is_main_process:
-            rows = prediction_rows(list(ds["id"]), logits, run.data.labels)
+            rows = prediction_rows(list(run.data.raw.test[split]["id"]), logits, run.data.labels)
             folder = run.output_dir / "predictions"
             write_predictions(rows, str(folder / f"{split}.tsv"))
             if run.data.task is not None:
@@ -95,13 +113,14 @@ def dry_run(run) -> dict:
 
     batch = next(iter(run.loaders.train))
     with torch.no_grad():
-        out = run.model(**batch)
+        out = run.model(**{k: v for k, v in batch.items() if k != "labels"})
+        loss = run.loss(out.logits, batch["labels"])
     info = {"config": run.config.to_dict(),
             "examples": {"train": len(run.data.train), **{k: len(v) for k, v in run.data.evaluation.items()}},
             "labels": run.data.labels.names or "regression", "steps_per_epoch": run.plan.steps_per_epoch,
             "total_steps": run.plan.total_steps, "epochs": run.plan.epochs, "global_batch_size": run.plan.global_batch,
             "batch_shapes": {k: list(v.shape) for k, v in batch.items()},
-            "loss": round(float(out.loss), 4), "logits_shape": list(out.logits.shape)}
+            "loss": round(float(loss), 4), "logits_shape": list(out.logits.shape)}
     if run.accelerator.is_main_process:
         print(yaml.safe_dump(info, sort_keys=False), end="")
     return info

@@ -4,6 +4,7 @@ data come from its tuneloop.json, so no option has to be repeated; a plain save_
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from . import tasks
@@ -14,9 +15,11 @@ from .data.labels import LabelSchema
 from .data.prepare import prepare_data
 from .data.readers import detect_columns, file_columns
 from .data.sources import load_user_files
-from .data.tokenize import tokenize
+from .data.long_texts import TextPolicy
+from .data.tokenize import Tokenize, tokenize
 from .errors import DataError, TuneloopError
 from .evaluation import evaluate, predict_logits
+from .metrics import pool_windows
 from .model import load_tokenizer, read_metadata, resolve_model
 from .predictions import prediction_rows, write_predictions
 from .scope import command_scope
@@ -37,14 +40,24 @@ def load_trained(model_dir: str):
     return model, tokenizer, meta, labels
 
 
+def text_policy(meta: dict, tokenizer) -> TextPolicy:
+    """How the model reads long texts, as its run recorded it (a plain folder: head truncation)."""
+    default = meta.get("max_length") or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+    return TextPolicy.from_dict(meta.get("text_policy"), default)
+
+
 def data_config_for(model_dir: str, meta: dict, overrides: dict) -> TrainConfig:
     """Data options for evaluate/predict: what the run recorded next to the model, then the user's flags."""
     recorded = {k: v for k, v in (meta.get("data") or {}).items() if v is not None}
-    chosen = {**recorded, **overrides}
+    policy = meta.get("text_policy") or {}       # how the model reads long texts: kept for any data
+    reading = {k: policy[k] for k in ("max_length", "truncation", "windows") if policy.get(k) is not None}
+    if policy.get("pooling"):
+        reading["window_pooling"] = policy["pooling"]
+    chosen = {**recorded, **reading, **overrides}
     if any(k in overrides for k in ("data_dir", "validation_file", "task")):
         # new data replaces the recorded source as a whole, not piecemeal
         chosen = {**{k: v for k, v in recorded.items() if k in ("text_columns", "label_column", "task")},
-                  **overrides}
+                  **reading, **overrides}
     chosen.setdefault("task", meta.get("task"))
     return TrainConfig(model=model_dir, **chosen).validate()
 
@@ -73,7 +86,8 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -
         model = accelerator.prepare(model)
         task = tasks.get_task(config.task)
         names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
-        per_split = evaluate(model, loaders, accelerator, names, labels.problem_type, quiet).metrics
+        per_split = evaluate(model, loaders, accelerator, names, labels.problem_type, quiet,
+                             config.window_pooling).metrics
         results = {"model": model_dir, "task": config.task,
                    "main_metric": meta.get("main_metric") or tasks.main_metric(task, labels.problem_type),
                    "eval": next(iter(per_split.values()))}
@@ -92,11 +106,12 @@ def predict_file(model_dir: str, input_path: str, output: str, glue: bool = Fals
         accelerator = _accelerator(cpu)
         raw = load_user_files(None, None, input_path, text_columns, None,
                               known_text=_known_text(input_path, meta, text_columns))
-        tokenized = tokenize(raw.test["test"], tokenizer, meta.get("max_length") or None, raw.pair, None,
-                             "Tokenizing")
+        policy = text_policy(meta, tokenizer)
+        tokenized = tokenize(raw.test["test"], tokenizer, policy, raw.pair, None, "Tokenizing")
         model = accelerator.prepare(model)
-        logits = predict_logits(model, tokenized, tokenizer, accelerator, labels.problem_type, batch_size, quiet)
-        rows = prediction_rows(list(tokenized["id"]), logits, labels)
+        logits = predict_logits(model, tokenized, tokenizer, accelerator, labels.problem_type, batch_size, quiet,
+                                pooling=policy.pooling)
+        rows = prediction_rows(list(raw.test["test"]["id"]), logits, labels)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=labels, task=tasks.get_task(meta.get("task")))
         return len(rows)
@@ -125,8 +140,15 @@ def predict_texts(model_dir: str, texts: list[str], cpu: bool = False) -> dict:
         if recorded and len(texts) != len(recorded):
             raise TuneloopError(f"the model reads {len(recorded)} text(s) ({', '.join(recorded)}); give "
                                 f"{len(recorded)} quoted argument(s), got {len(texts)}")
+        policy = text_policy(meta, tokenizer)
+        rows = Tokenize(tokenizer, policy, len(texts) == 2, None)(
+            {"idx": [0], "pos": [1], "id": ["0"], "text_a": [texts[0]],
+             "text_b": [texts[1] if len(texts) > 1 else None], "label": [None]})
+        inputs = tokenizer.pad({k: rows[k] for k in ("input_ids", "token_type_ids", "attention_mask") if k in rows},
+                               return_tensors="pt")
         model.eval()
         with torch.no_grad():
-            enc = tokenizer(*texts, truncation=True, return_tensors="pt")
-            logits = model(**enc).logits.float().numpy()
+            logits = model(**inputs).logits.float().numpy()
+        logits = pool_windows(logits, None, np.zeros(len(logits), dtype=np.int64), labels.problem_type,
+                              policy.pooling)[0]
         return prediction_rows(["0"], logits, labels)[0]

@@ -12,7 +12,7 @@ from .errors import TuneloopError
 RUN_MARKER = "tuneloop-run.json"
 # what a run writes; --overwrite removes these and nothing else
 RUN_OUTPUTS = (RUN_MARKER, "config.yaml", "metrics.jsonl", "results.json", "model", "best", "checkpoints",
-               "predictions", "report.html", "plots", "tensorboard", "train.log")
+               "predictions", "report.html", "plots", "tensorboard", "train.log", "split.json", "errors.csv")
 
 
 def is_run_folder(folder: str | os.PathLike) -> bool:

@@ -23,8 +23,9 @@ _CHATTY = ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urll
 
 @contextlib.contextmanager
 def library_output(quiet: bool):
-    """transformers and datasets at error level and without weight-loading bars; `quiet` also hides the
-    data-reading bars. Tokenizers keep their parallelism (and do not warn when a DataLoader forks)."""
+    """transformers and datasets at error level and without weight-loading bars; `quiet`, or a stderr that is
+    not a terminal, also hides the tokenization bars. Tokenizers keep their parallelism (and do not warn when a
+    DataLoader forks)."""
     import datasets
     import transformers
 
@@ -36,7 +37,7 @@ def library_output(quiet: bool):
     t_logging.set_verbosity_error()
     t_logging.disable_progress_bar()
     d_logging.set_verbosity_error()
-    (datasets.disable_progress_bars if quiet else datasets.enable_progress_bars)()
+    (datasets.disable_progress_bars if quiet or not sys.stderr.isatty() else datasets.enable_progress_bars)()
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:

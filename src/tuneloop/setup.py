@@ -3,6 +3,7 @@ in order (accelerator, data, model, run folder, optimizer, loaders, plan, schedu
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -10,11 +11,15 @@ from pathlib import Path
 
 from . import checkpoint, runfolder, system, tasks, tracking
 from .config import TrainConfig
+from .atomic import atomic_write_json
+from .data import balance
 from .data.batching import eval_loader, make_collator, train_loader
-from .data.prepare import PreparedData, prepare_data
+from .data.prepare import PreparedData, holds_out_validation, prepare_data
 from .data.sources import resolve_data_dir
+from .data.split import SPLIT_FILE
 from .errors import ConfigError, DataError
-from .model import build_optimizer, build_scheduler, load_model, load_tokenizer
+from .losses import TrainingLoss
+from .model import build_optimizer, build_scheduler, check_max_length, load_model, load_tokenizer
 from .speed import CpuLevers, use_fast_dropout
 from .state import Plan, TrainState
 from .version import __version__
@@ -38,6 +43,7 @@ class Run:
     tokenizer: object
     data: PreparedData
     model: object
+    loss: TrainingLoss
     optimizer: object
     scheduler: object
     loaders: Loaders
@@ -88,8 +94,11 @@ def setup_accelerator(config: TrainConfig):
 
 
 def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
+    saved = Path(config.output_dir) / SPLIT_FILE
+    saved_split = json.loads(saved.read_text(encoding="utf-8")) if config.resume is not None and saved.is_file() \
+        else None                                 # a resumed run keeps the rows it held out
     with accelerator.main_process_first():       # the others reuse the main process's Arrow cache
-        data = prepare_data(config, tokenizer, with_test=config.predict_test)
+        data = prepare_data(config, tokenizer, with_test=config.predict_test, saved_split=saved_split)
     if data.train is None or not data.evaluation:
         raise DataError("training needs a training and a validation split: give --validation-file FILE "
                         "(or a GLUE folder holding dev.tsv)")
@@ -97,7 +106,18 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     if config.metric_for_best and config.metric_for_best not in names + tasks.ALWAYS_REPORTED:
         raise ConfigError(f"--metric-for-best: {config.metric_for_best!r} is not reported for this data; choose "
                           f"one of {', '.join(names + tasks.ALWAYS_REPORTED)}")
+    labels = balance.encoded_labels(data.train) if data.labels.problem_type != "regression" else None
+    warning = labels is not None and balance.rare_class_warning(labels, data.labels)
+    if warning and config.class_weights == "none" and config.sampler == "random":
+        log.warning(warning)
     return data
+
+
+def setup_loss(config: TrainConfig, data: PreparedData, device) -> TrainingLoss:
+    """The training loss, with --class-weights (losses.py; the evaluation loss stays unweighted)."""
+    labels = balance.encoded_labels(data.train) if config.class_weights != "none" else None
+    return TrainingLoss(data.labels.problem_type,
+                        balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
 
 
 def metric_names(data: PreparedData) -> tuple[str, ...]:
@@ -115,15 +135,17 @@ def setup_model(config: TrainConfig, labels, device_type: str, levers: CpuLevers
     return model
 
 
-def setup_run_folder(config: TrainConfig, accelerator) -> Path:
+def setup_run_folder(config: TrainConfig, data: PreparedData, accelerator) -> Path:
     """Create the folder (only now that data and model have loaded: a typo costs nothing), mark it as a run,
-    save the resolved config, start the trackers."""
+    save the resolved config and a held-out split, start the trackers."""
     out = Path(config.output_dir)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         runfolder.prepare_run_folder(out, config.overwrite, resume=config.resume is not None)
         runfolder.write_run_marker(out, {"tuneloop_version": __version__, "kind": "train"})
         config.save_yaml(out / "config.yaml")
+        if data.split is not None:
+            atomic_write_json(out / SPLIT_FILE, data.split)
     accelerator.wait_for_everyone()
     accelerator.init_trackers("tuneloop", tracking.hparams(config.to_dict()))
     return out
@@ -135,7 +157,9 @@ def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_proces
     multiple = 8 if config.mixed_precision in ("fp16", "bf16") else None
     collator = make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
     global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
-    return Loaders(train_loader(data.train, tokenizer, config, collator, global_batch),
+    weights = balance.sampling_weights(balance.encoded_labels(data.train), data.labels) \
+        if config.sampler == "balanced" else None
+    return Loaders(train_loader(data.train, tokenizer, config, collator, global_batch, weights),
                    {name: eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0]
                     for name, ds in data.evaluation.items()})
 
@@ -166,13 +190,16 @@ def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan) 
 
 def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: str) -> dict:
     """model/tuneloop.json: what evaluate/predict need to use the model without repeating options."""
+    data_source = {"task": config.task, "data_dir": str(Path(resolve_data_dir(config.data_dir)).resolve())
+                   if config.data_dir else None,
+                   "validation_file": str(Path(config.validation_file).resolve()) if config.validation_file else None,
+                   "text_columns": config.text_columns, "label_column": config.label_column}
+    if holds_out_validation(config):             # evaluate holds out the same rows again (data/split.py)
+        data_source.update(train_file=str(Path(config.train_file).resolve()), validation_split=config.validation_split,
+                           split_seed=config.split_seed)
     return {"tuneloop_version": __version__, "task": config.task, "text_columns": list(data.text_columns),
             "labels": data.labels.to_dict(), "max_length": config.max_length, "base_model": config.model,
-            "metrics": list(names), "main_metric": main,
-            "data": {"task": config.task, "data_dir": str(Path(resolve_data_dir(config.data_dir)).resolve())
-                     if config.data_dir else None,
-                     "validation_file": str(Path(config.validation_file).resolve()) if config.validation_file
-                     else None, "text_columns": config.text_columns, "label_column": config.label_column}}
+            "text_policy": data.policy.to_dict(), "metrics": list(names), "main_metric": main, "data": data_source}
 
 
 def describe(run: Run) -> None:
@@ -198,9 +225,11 @@ def setup(config: TrainConfig, levers: CpuLevers) -> Run:
                                    accelerator.num_processes)
     set_seed(config.seed)                        # the new head's weights, then data order and dropout
     tokenizer = load_tokenizer(config.model)
+    check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
     model = setup_model(config, data.labels, accelerator.device.type, levers)
-    output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, accelerator)
+    loss = setup_loss(config, data, accelerator.device)
+    output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
     loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes)
     model, optimizer, train, *evaluation = accelerator.prepare(model, optimizer, loaders.train,
@@ -212,7 +241,7 @@ def setup(config: TrainConfig, levers: CpuLevers) -> Run:
     state, resumed_from = setup_state(config, accelerator, output_dir, plan)
     names = metric_names(data)
     main = tasks.main_metric(data.task, data.labels.problem_type)
-    run = Run(config, accelerator, output_dir, tokenizer, data, model, optimizer, scheduler, loaders, plan, state,
+    run = Run(config, accelerator, output_dir, tokenizer, data, model, loss, optimizer, scheduler, loaders, plan, state,
               names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started)
     describe(run)
     return run

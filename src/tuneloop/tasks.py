@@ -120,14 +120,17 @@ ALWAYS_REPORTED = ("loss",)                # every evaluation also reports the l
 
 
 def metric_names(task: TaskSpec | None, problem_type: str, num_labels: int) -> tuple[str, ...]:
-    """The metrics reported for a GLUE task (GLUE's names) or, for the user's own data, by problem type."""
+    """The metrics reported for a GLUE task (GLUE's names) or, for the user's own data, by problem type; every
+    single-label classification also reports macro-F1 (the mean of the classes' F1, blind to their sizes)."""
     if task is not None:
-        return task.metrics
-    if problem_type == "regression":
+        names = task.metrics
+    elif problem_type == "regression":
         return REGRESSION
-    if problem_type == "multi_label_classification":
+    elif problem_type == "multi_label_classification":
         return MULTI_LABEL
-    return BINARY if num_labels == 2 else CLASSIFICATION
+    else:
+        names = BINARY if num_labels == 2 else CLASSIFICATION
+    return names if "f1_macro" in names or problem_type == "regression" else names + ("f1_macro",)
 
 
 def main_metric(task: TaskSpec | None, problem_type: str) -> str:

@@ -53,21 +53,35 @@ def hparams(config: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in config.items()}
 
 
+def interactive() -> bool:
+    """stderr is a terminal: progress bars redraw in place. Elsewhere (a log file, CI, a cluster job) progress
+    comes as plain lines, every PLAIN_EVERY_S seconds."""
+    return sys.stderr.isatty()
+
+
+PLAIN_EVERY_S = 30.0
+
+
 class TrainLog:
-    """The progress bar, loss/lr logging and timing of the training loop, without per-step host syncs: the loss
-    is read back only every `every` steps. Evaluation time is kept apart, so that samples/s counts training."""
+    """The progress bar (or plain progress lines), loss/lr logging and timing of the training loop, without
+    per-step host syncs: the loss is read back only every `every` steps. Evaluation time is kept apart, so that
+    samples/s counts training."""
 
     def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool,
                  global_batch: int):
         from tqdm.auto import tqdm
 
         self.accelerator, self.every, self.global_batch = accelerator, every, global_batch
+        self.total, self.start_step = total_steps, start_step
+        speaks = not quiet and accelerator.is_main_process
+        self.plain = speaks and not interactive()
         self.bar = tqdm(total=total_steps, initial=start_step, desc="Training", unit="step", dynamic_ncols=True,
-                        disable=quiet or not accelerator.is_main_process, file=sys.stderr)
+                        disable=not speaks or self.plain, file=sys.stderr)
         self.loss_sum, self.micro_batches = None, 0
-        self.started = self.window_start = time.perf_counter()
+        self.started = self.window_start = self.last_line = time.perf_counter()
         self.window_steps = 0
         self.eval_s = 0.0
+        self.shown = {"loss": math.nan, "lr": math.nan, "sps": math.nan}
 
     def add_loss(self, loss) -> None:
         loss = loss.detach()
@@ -80,6 +94,9 @@ class TrainLog:
         non-finite)."""
         self.bar.update(1)
         self.window_steps += 1
+        self.shown["lr"] = lr
+        if self.plain and (step >= self.total or time.perf_counter() - self.last_line >= PLAIN_EVERY_S):
+            self.progress_line(step, epoch)
         if step % self.every:
             return None
         loss = None
@@ -92,9 +109,21 @@ class TrainLog:
             self.accelerator.log({"train/loss": shown, "train/lr": lr, "train/epoch": round(epoch, 4),
                                   "train/samples_per_second": round(sps, 2)}, step=step)
             self.bar.set_postfix(loss=f"{shown:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
+            self.shown.update(loss=shown, sps=sps)
         self.loss_sum, self.micro_batches = None, 0
         self.window_start, self.window_steps = time.perf_counter(), 0
         return loss
+
+    def progress_line(self, step: int, epoch: float) -> None:
+        """`step 120/1377 (epoch 0.26): loss 0.5432, lr 4.6e-05, 58.1 samples/s, 6 min 12 s left`."""
+        done = step - self.start_step
+        left = (self.total - step) * (time.perf_counter() - self.started) / max(done, 1)
+        minutes, seconds = divmod(int(left), 60)
+        loss, sps = (f"{self.shown[k]:{f}}" if math.isfinite(self.shown[k]) else "—" for k, f in
+                     (("loss", ".4f"), ("sps", ".1f")))
+        log.info(f"step {step}/{self.total} (epoch {epoch:.2f}): loss {loss}, lr {self.shown['lr']:.2e}, "
+                 f"{sps} samples/s, " + (f"{minutes} min {seconds:02d} s left" if step < self.total else "done"))
+        self.last_line = time.perf_counter()
 
     def evaluation(self, step: int, epoch: float, evaluation) -> None:
         """Log an evaluation.Evaluation: every split's metrics to the trackers, the first one to the console."""

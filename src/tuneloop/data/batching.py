@@ -14,12 +14,15 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
 
     Shuffle, cut into mega-batches of 50 batches, sort each by length, then shuffle the order of the batches.
     The order depends only on (seed, epoch): a resumed run sees the same batches. `group=False` gives a plain
-    seeded shuffle.
+    seeded shuffle. `weights` (one per row): an epoch draws as many rows, with replacement, each with chance
+    proportional to its weight (--sampler balanced), then groups them by length the same way.
     """
 
-    def __init__(self, lengths, batch_size: int, seed: int, group: bool = True, megabatch: int = 50):
+    def __init__(self, lengths, batch_size: int, seed: int, group: bool = True, megabatch: int = 50,
+                 weights=None):
         self.lengths = np.asarray(lengths)
         self.batch_size, self.seed, self.group, self.megabatch = batch_size, seed, group, megabatch
+        self.weights = None if weights is None else np.asarray(weights, dtype=float) / np.sum(weights)
         self.epoch = 0
 
     def set_epoch(self, epoch: int):
@@ -30,7 +33,10 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
 
     def __iter__(self):
         rng = np.random.default_rng([self.seed, self.epoch])
-        order = rng.permutation(len(self.lengths))
+        if self.weights is None:
+            order = rng.permutation(len(self.lengths))
+        else:
+            order = rng.choice(len(self.lengths), size=len(self.lengths), replace=True, p=self.weights)
         if self.group:
             size = self.batch_size * self.megabatch
             chunks = [order[i:i + size] for i in range(0, len(order), size)]
@@ -61,12 +67,13 @@ def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pa
     return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
 
-def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None):
+def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None, weights=None):
     """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
-    accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step."""
+    accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step.
+    `weights`: per-row sampling weights (--sampler balanced)."""
     lengths = np.asarray(ds.with_format("numpy")["length"])
     sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
-                                   group=config.group_by_length)
+                                   group=config.group_by_length, weights=weights)
     # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
     # would differ from the uninterrupted run's
     return torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=config.batch_size, sampler=sampler,
@@ -76,8 +83,8 @@ def train_loader(ds, tokenizer, config, collator, global_batch: int | None = Non
 def eval_loader(ds, tokenizer, batch_size, collator):
     """Longest first, so batches pad little; returns (loader, order) where order maps rows back."""
     ds, order = length_sorted(ds)
-    loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=batch_size, shuffle=False,
-                                         collate_fn=collator, generator=torch.Generator())
+    loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer, with_doc=True), batch_size=batch_size,
+                                         shuffle=False, collate_fn=collator, generator=torch.Generator())
     return loader, order
 
 

@@ -11,6 +11,7 @@ from typing import Optional
 
 from ..errors import DataError
 from ..tasks import TaskSpec
+from .readers import position_word
 
 
 @dataclass
@@ -82,9 +83,9 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if problem_type == "regression":
         bad = next((v for v in values if _as_float(v) is None), None)
         if bad is not None:
-            row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["idx"]
-            raise DataError(f"{source}: row {row + 1}: regression target {bad!r} is not a number; fix the label "
-                            "column or drop --problem-type regression")
+            row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
+            raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} is not a number; "
+                            "fix the label column or drop --problem-type regression")
         return LabelSchema("regression", [])
     if problem_type == "multi_label_classification":
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
@@ -101,11 +102,11 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
 
 
 class LabelEncoder:
-    """Maps raw label text to model targets for one split; unknown labels name their file and row."""
+    """Maps raw label text to model targets for one split; unknown labels name their file and position."""
 
     def __init__(self, schema: LabelSchema, source: str, accept_ids: bool = False):
         """`accept_ids`: also take class ids ("0", "1") for named classes, as GLUE's files store them."""
-        self.schema, self.source = schema, source
+        self.schema, self.source, self.where = schema, source, position_word(source)
         self.index = schema.index
         if schema.problem_type == "single_label_classification":
             for i, name in enumerate(schema.names):
@@ -116,24 +117,25 @@ class LabelEncoder:
                 if accept_ids:
                     self.index.setdefault(str(i), i)
 
-    def _unknown(self, value, idx):
+    def _unknown(self, value, pos):
         known = ", ".join(self.schema.names[:20])
-        return DataError(f"{self.source}: row {idx + 1}: label {value!r} was not seen in the training data "
+        return DataError(f"{self.source}: {self.where} {pos}: label {value!r} was not seen in the training data "
                          f"(known: {known}); fix the label or add examples of it to the training data")
 
-    def __call__(self, raw: str, idx: int):
+    def __call__(self, raw: str, pos: int):
+        """The target of the label text `raw` found at position `pos` of the source."""
         kind = self.schema.problem_type
         if kind == "regression":
             value = _as_float(raw)
             if value is None:
-                raise DataError(f"{self.source}: row {idx + 1}: regression target {raw!r} is not a number")
+                raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number")
             return value
         if kind == "multi_label_classification":
             target = [0.0] * len(self.schema.names)
             for item in _split_labels(raw, self.schema.separator):
                 if item:
                     if item not in self.index:
-                        raise self._unknown(item, idx)
+                        raise self._unknown(item, pos)
                     target[self.index[item]] = 1.0
             return target
         key = raw
@@ -141,7 +143,7 @@ class LabelEncoder:
             x = _as_float(raw)
             key = str(int(x)) if x is not None and x.is_integer() else raw
         if key not in self.index:
-            raise self._unknown(raw, idx)
+            raise self._unknown(raw, pos)
         return self.index[key]
 
 

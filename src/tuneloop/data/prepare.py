@@ -9,7 +9,10 @@ from typing import Optional
 from ..errors import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
+from .long_texts import TextPolicy
 from .sources import RawData, load_raw
+from .split import describe as describe_split
+from .split import hold_out
 from .tokenize import describe_stats, tokenize
 
 log = logging.getLogger("tuneloop")
@@ -28,6 +31,8 @@ class PreparedData:
     # split -> {"rows", "read_s", "read_cached", "tokenized_rows", "tokenize_s", "tokenize_cached",
     # "tokenize_rows_per_s", "num_proc"}: what reading and tokenizing cost, and whether the Arrow cache served it
     stats: dict[str, dict] = field(default_factory=dict)
+    split: Optional[dict] = None          # the held-out validation split (data/split.py), when there was one
+    policy: Optional[TextPolicy] = None   # how texts longer than the maximum length were read (long_texts.py)
 
     @property
     def text_columns(self) -> tuple[str, ...]:
@@ -38,26 +43,42 @@ def _limit(ds, n):
     return ds if ds is None or n is None or n >= len(ds) else ds.select(range(n))
 
 
+def holds_out_validation(config) -> bool:
+    """The user's training file without a validation file: the validation rows are held out of it."""
+    return bool(config.train_file and not config.validation_file and not config.data_dir)
+
+
 def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_train: bool = True,
-                 with_test: bool = False, text_columns=None) -> PreparedData:
-    """Read, map labels, tokenize (cached by `datasets`). `labels` given (a trained model's) skips inference."""
+                 with_test: bool = False, text_columns=None, saved_split: dict | None = None) -> PreparedData:
+    """Read, map labels, hold out a validation split when there is none, tokenize (cached by `datasets`).
+    `labels` given (a trained model's) skips inference; `saved_split`: a run folder's split.json to reuse."""
     task = get_task(config.task)
-    raw = load_raw(config, with_train=with_train, with_test=with_test, text_columns=text_columns)
+    held_out = holds_out_validation(config)
+    raw = load_raw(config, with_train=with_train or held_out, with_test=with_test, text_columns=text_columns)
     if with_train and raw.train is None:
         raise DataError("no training data: give --train-file FILE, or --task with --data-dir")
-    raw.train = _limit(raw.train, config.max_train_samples)
-    raw.evaluation = {k: _limit(v, config.max_eval_samples) for k, v in raw.evaluation.items()}
-    if labels is None:
+    if labels is None:                    # from all training rows, before any are held out or left out
         labels = infer_label_schema(raw.train, config.problem_type, config.label_separator,
                                     raw.source.get("train", "training data"), task)
+    held = None
+    if held_out and not raw.evaluation:
+        train, validation, held = hold_out(raw.train, labels, config.validation_split, config.split_seed,
+                                            raw.source["train"], saved_split)
+        raw.train = train if with_train else None
+        raw.evaluation, raw.source["validation"] = {"validation": validation}, raw.source["train"]
+        log.info(describe_split(held))
+    raw.train = _limit(raw.train, config.max_train_samples)
+    raw.evaluation = {k: _limit(v, config.max_eval_samples) for k, v in raw.evaluation.items()}
     max_length = config.max_length or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+    policy = TextPolicy(max_length, config.truncation, config.windows, config.window_pooling)
+    policy.check(tokenizer, raw.pair)
 
     stats = {split: dict(s) for split, s in raw.stats.items()}
 
     def run(ds, split, with_labels):
         encoder = LabelEncoder(labels, raw.source.get(split, split), accept_ids=task is not None) if with_labels \
             else None
-        return tokenize(ds, tokenizer, max_length, raw.pair, encoder, f"Tokenizing {split}", config.num_proc,
+        return tokenize(ds, tokenizer, policy, raw.pair, encoder, f"Tokenizing {split}", config.num_proc,
                         stats=stats.setdefault(split, {}))
 
     train = run(raw.train, "train", True) if raw.train is not None else None
@@ -65,5 +86,5 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
     test = {name: run(ds, name, False) for name, ds in raw.test.items()}
     for split, s in stats.items():
         log.info(describe_stats(split, s))
-    return PreparedData(raw, labels, task, train, evaluation, test, stats)
+    return PreparedData(raw, labels, task, train, evaluation, test, stats, held, policy)
 

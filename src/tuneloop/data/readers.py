@@ -46,6 +46,13 @@ def file_format(path: str | os.PathLike) -> str:
     return FORMATS[suffix]
 
 
+def position_word(source: str) -> str:
+    """How errors name a row's position in `source`, the same everywhere: the file's line for csv/tsv/jsonl
+    (the header is line 1), the item for a JSON array, the row for Parquet and the Hub."""
+    fmt = FORMATS.get(Path(str(source)).suffix.lower())
+    return {"csv": "line", "tsv": "line", "jsonl": "line", "json": "item"}.get(fmt, "row")
+
+
 def _decoded_lines(path: str) -> Iterator[str]:
     """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line."""
     with open(path, "rb") as f:

@@ -15,10 +15,10 @@ from typing import Iterator, Optional
 
 from ..errors import DataError
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
-from .readers import Columns, detect_columns, file_columns, file_format, iter_rows
+from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "1"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "2"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -45,15 +45,14 @@ def _canonical_rows(path: str, names, text, label, id_col, need_label) -> Iterat
         for column in text:
             value = row.get(column)
             if value is None or isinstance(value, float):
-                where = "line" if file_format(path) in ("csv", "tsv", "jsonl") else "row"
-                raise DataError(f"{path}: {where} {position}: column {column!r} has no text (got {value!r})")
+                raise DataError(f"{path}: {position_word(path)} {position}: column {column!r} has no text (got "
+                                f"{value!r})")
             texts.append(str(value))
         raw_label = _label_text(row.get(label)) if label else None
         if need_label and not raw_label:
-            where = "line" if file_format(path) in ("csv", "tsv", "jsonl") else "row"
-            raise DataError(f"{path}: {where} {position}: empty label in column {label!r}; every training/evaluation "
-                            "example needs one")
-        yield {"idx": idx, "id": str(row[id_col]) if id_col else str(idx), "text_a": texts[0],
+            raise DataError(f"{path}: {position_word(path)} {position}: empty label in column {label!r}; every "
+                            "training/evaluation example needs one")
+        yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx), "text_a": texts[0],
                "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
 
 
@@ -68,13 +67,20 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     gen_kwargs = dict(path=str(Path(path).resolve()), names=names, text=columns.text, label=columns.label,
                       id_col=columns.id, need_label=need_label)
     fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
-    features = datasets.Features({"idx": datasets.Value("int64"), "id": datasets.Value("string"),
+    features = datasets.Features({"idx": datasets.Value("int64"), "pos": datasets.Value("int64"),
+                                  "id": datasets.Value("string"),
                                   "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
                                   "label": datasets.Value("string")})
     started, runs_before = time.perf_counter(), _reads_started
-    with unwrapped_data_errors():
-        ds = datasets.Dataset.from_generator(_canonical_rows, features=features, gen_kwargs=gen_kwargs,
-                                             fingerprint=fingerprint, split=datasets.NamedSplit(split))
+    bars_off = datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()             # datasets' own "Generating train split" bar: not ours to show
+    try:
+        with unwrapped_data_errors():
+            ds = datasets.Dataset.from_generator(_canonical_rows, features=features, gen_kwargs=gen_kwargs,
+                                                 fingerprint=fingerprint, split=datasets.NamedSplit(split))
+    finally:
+        if not bars_off:
+            datasets.enable_progress_bars()
     if stats is not None:
         stats[split] = {"rows": len(ds), "read_s": round(time.perf_counter() - started, 3),
                         "read_cached": _reads_started == runs_before}
@@ -169,7 +175,8 @@ def load_glue_hub(spec: TaskSpec, with_train: bool = True, with_test: bool = Fal
                 raw = [None if v is None or v < 0 else repr(float(v)) for v in labels]
             else:
                 raw = [None if v is None or v < 0 else names[v] for v in labels]
-            return {"idx": batch["idx"], "id": [str(i) for i in batch["idx"]], "text_a": batch[text[0]],
+            return {"idx": batch["idx"], "pos": [i + 1 for i in batch["idx"]], "id": [str(i) for i in batch["idx"]],
+                    "text_a": batch[text[0]],
                     "text_b": batch[text[1]] if len(text) > 1 else [None] * len(labels), "label": raw}
 
         return ds.map(convert, batched=True, remove_columns=ds.column_names, desc=f"Reading {split}")

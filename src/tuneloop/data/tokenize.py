@@ -6,25 +6,59 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from .labels import LabelEncoder
+from .long_texts import TextPolicy, cut
 from .sources import unwrapped_data_errors
 
 
 class Tokenize:
-    """Batched tokenization + label encoding for `datasets.map` (a class so datasets can hash it for caching)."""
+    """Batched tokenization + label encoding for `datasets.map` (a class so datasets can hash it for caching).
+    Each output row carries `doc`, the canonical row it comes from (several rows share one with --windows),
+    and `truncated`, whether that row's text lost tokens to --max-length."""
 
-    def __init__(self, tokenizer, max_length: int | None, pair: bool, encoder: LabelEncoder | None):
-        self.tokenizer, self.max_length, self.pair, self.encoder = tokenizer, max_length, pair, encoder
+    def __init__(self, tokenizer, policy: TextPolicy, pair: bool, encoder: LabelEncoder | None):
+        self.tokenizer, self.policy, self.pair, self.encoder = tokenizer, policy, pair, encoder
 
     def __call__(self, batch):
         second = batch["text_b"] if self.pair else None
         if second is not None and any(t is None for t in second):
             second = [t or "" for t in second]
-        encoded = self.tokenizer(batch["text_a"], second, truncation=True, max_length=self.max_length)
+        labels = [self.encoder(raw, pos) for raw, pos in zip(batch["label"], batch["pos"])] if self.encoder \
+            else None
+        if self.policy.simple:
+            encoded = self.tokenizer(batch["text_a"], second, truncation=True, max_length=self.policy.max_length)
+            encoded["truncated"] = [bool(e.overflowing) for e in encoded.encodings] if encoded.encodings else \
+                [len(ids) >= self.policy.max_length for ids in encoded["input_ids"]]
+            encoded.update(doc=batch["idx"], id=batch["id"])
+            if labels is not None:
+                encoded["labels"] = labels
+        else:
+            encoded = self._cut(batch, second, labels)
         encoded["length"] = [len(ids) for ids in encoded["input_ids"]]
-        if self.encoder is not None:
-            encoded["labels"] = [self.encoder(raw, idx) for raw, idx in zip(batch["label"], batch["idx"])]
         return encoded
+
+    def _cut(self, batch, second, labels):
+        full = self.tokenizer(batch["text_a"], second, truncation=False, return_attention_mask=False)
+        out = {"input_ids": [], "token_type_ids": [], "truncated": [], "doc": [], "id": []}
+        if labels is not None:
+            out["labels"] = []
+        for row, encoding in enumerate(full.encodings):
+            pieces = cut(encoding, self.policy)
+            shortened = len(pieces) > 1 or len(pieces[0][0]) < len(encoding.ids)
+            for ids, types in pieces:
+                out["input_ids"].append(ids)
+                out["token_type_ids"].append(types)
+                out["truncated"].append(shortened)
+                out["doc"].append(batch["idx"][row])
+                out["id"].append(batch["id"][row])
+                if labels is not None:
+                    out["labels"].append(labels[row])
+        if "token_type_ids" not in full:                 # models without segment ids (RoBERTa, DistilBERT)
+            del out["token_type_ids"]
+        out["attention_mask"] = [[1] * len(ids) for ids in out["input_ids"]]
+        return out
 
 
 def _arrow_files(ds) -> list[str]:
@@ -45,17 +79,18 @@ def _cache_listing(ds) -> dict[str, tuple[int, int]]:
     return listing
 
 
-def tokenize(ds, tokenizer, max_length, pair, encoder, desc: str, num_proc: int | None = None,
+def tokenize(ds, tokenizer, policy: TextPolicy, pair, encoder, desc: str, num_proc: int | None = None,
              stats: dict | None = None):
-    """Tokenize (and encode labels) with `datasets.map`, cached in Arrow next to `ds`. `stats`, when given, is
-    updated with tokenize_s, tokenize_cached (the result was loaded from the cache, not computed), rows/s and
-    the number of processes."""
+    """Tokenize (and encode labels) with `datasets.map`, cached in Arrow next to `ds`, by the text policy
+    (long_texts.py). `stats`, when given, is updated with tokenize_s, tokenize_cached (the result was loaded from
+    the cache, not computed), rows/s, the number of processes and how many texts were longer than the
+    maximum length."""
     if num_proc is None:
         num_proc = min(os.cpu_count() or 1, 8) if len(ds) >= 200_000 else None
     before, started = _cache_listing(ds), time.perf_counter()
     with unwrapped_data_errors():
-        out = ds.map(Tokenize(tokenizer, max_length, pair, encoder), batched=True, batch_size=1000,
-                     num_proc=num_proc, remove_columns=["text_a", "text_b", "label"], desc=desc)
+        out = ds.map(Tokenize(tokenizer, policy, pair, encoder), batched=True, batch_size=1000,
+                     num_proc=num_proc, remove_columns=ds.column_names, desc=desc)
     if stats is not None:
         seconds = time.perf_counter() - started
         files = _arrow_files(out)
@@ -63,12 +98,17 @@ def tokenize(ds, tokenizer, max_length, pair, encoder, desc: str, num_proc: int 
                                      for f in files)
         stats.update({"tokenized_rows": len(out), "tokenize_s": round(seconds, 3), "tokenize_cached": cached,
                       "tokenize_rows_per_s": round(len(out) / max(seconds, 1e-9), 1), "num_proc": num_proc or 1})
+        columns = out.with_format("numpy").select_columns(["doc", "truncated"])[:]
+        stats.update(texts=len(ds), long_texts=len(np.unique(columns["doc"][columns["truncated"].astype(bool)])),
+                     max_length=policy.max_length, truncation=policy.truncation, windows=policy.windows)
     return out
 
 
-def model_inputs(ds, tokenizer):
-    """The columns the model takes, as torch tensors (the chapter's remove_columns / set_format step)."""
-    keep = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels") if c in ds.column_names]
+def model_inputs(ds, tokenizer, with_doc: bool = False):
+    """The columns the model takes, as torch tensors (the chapter's remove_columns / set_format step); `with_doc`
+    keeps the canonical row of each example, for pooling windows back into one prediction per text."""
+    keep = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels") + ("doc",) * with_doc
+            if c in ds.column_names]
     ds = ds.select_columns(keep)
     return ds.with_format("torch")
 
@@ -84,5 +124,9 @@ def describe_stats(split: str, s: dict) -> str:
         procs = f"{s['num_proc']} process" + ("es" if s["num_proc"] > 1 else "")
         parts.append(f"tokenized {s['tokenized_rows']} rows in {s['tokenize_s']:.2f} s{where} "
                      f"({s['tokenize_rows_per_s']:.0f} rows/s, {procs})")
+    if s.get("long_texts"):
+        how = f"cut into {s['tokenized_rows']} windows" if s.get("windows") is not None else \
+            f"kept by --truncation {s['truncation']}"
+        parts.append(f"{s['long_texts']} of {s['texts']} texts longer than {s['max_length']} tokens ({how})")
     return " | ".join(parts)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import csv
 import dataclasses
 import datetime
 import os
@@ -142,6 +143,11 @@ def _facts(run: Run) -> list[tuple]:
         facts.append(("data", ", ".join(data) or "—"))
     if config.get("data_dir") == "sample":
         facts.append(("data", "the built-in MRPC-style sample (synthetic, not the GLUE data)"))
+    held = results.get("validation_split")
+    if held:
+        facts.append(("validation", f"{held['validation_rows']} rows held out of {Path(held['source']).name} "
+                      f"({held['fraction']:g}, stratified by {held['stratified_by']}, split seed {held['seed']}; "
+                      "split.json lists them)"))
     facts.append(("model", results.get("model") or config.get("model") or meta.get("base_model") or "—"))
     kind = run.problem_type
     names = run.label_names
@@ -212,6 +218,23 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision"}
 
 
+def _failures(run: Run, shown: int = 10) -> list[str]:
+    """The top of errors.csv: the validation rows the model gets wrong, most confidently wrong first."""
+    path = run.folder / "errors.csv"
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    parts = ["<h2>Where the model fails</h2>"]
+    if not rows:
+        return parts + ['<div class="note">The model gets every validation row right.</div>']
+    what = "rows with the largest errors" if "abs_error" in rows[0] else "wrong rows, most confidently wrong first"
+    parts.append(f"<p>{len(rows)} {_esc(what)}; the first {min(shown, len(rows))} below, all of them in "
+                 "<code>errors.csv</code>.</p>")
+    columns = list(rows[0])
+    return parts + [_table([tuple(r[c] for c in columns) for r in rows[:shown]], header=tuple(columns))]
+
+
 def render_html(run: Run, plots: list[Plot]) -> str:
     from ..version import __version__
 
@@ -228,6 +251,12 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     if results.get("eval"):
         splits = results.get("eval_splits") or {run.primary_split: results["eval"]}
         parts += ["<h2>Final evaluation</h2>", _metrics_table(splits, main)]
+        for split, classes in (results.get("per_class") or {}).items():
+            if classes:
+                parts += [f"<h3>Each class: {_esc(split)}</h3>",
+                          _table([(name, m["precision"], m["recall"], m["f1"], m["support"])
+                                  for name, m in classes.items()],
+                                 header=("class", "precision", "recall", "F1", "examples"))]
     else:
         step, latest = _latest_evaluation(run)
         parts.append("<h2>Latest evaluation</h2>")
@@ -246,11 +275,12 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
 
+    parts += _failures(run)
     if results.get("train"):
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
-    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train")}
+    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train", "per_class")}
     if other:
         parts += ["<h3>results.json</h3>", _table([(k, v) for k, v in other.items()], header=("key", "value"))]
     parts.append("<h2>Configuration</h2>")

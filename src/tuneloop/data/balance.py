@@ -1,0 +1,94 @@
+"""Class balance of the training labels: how many rows each class has, loss weights that even it out
+(scikit-learn's "balanced" formula; pos_weight per label for multi-label), per-row weights for a balanced
+sampler, and a warning when a class is rare."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .labels import LabelSchema
+
+RARE_SHARE = 0.05          # a class under 5% of the training rows gets a warning at start-up
+
+
+def encoded_labels(train) -> np.ndarray:
+    """The tokenized training split's `labels` column as an array (ids, or 0/1 rows for multi-label)."""
+    return np.asarray(train.with_format("numpy")["labels"])
+
+
+def class_counts(labels: np.ndarray, schema: LabelSchema) -> np.ndarray:
+    """Rows per class (single-label), or rows carrying each label (multi-label)."""
+    if schema.problem_type == "multi_label_classification":
+        return labels.reshape(len(labels), -1).sum(axis=0).astype(np.int64)
+    return np.bincount(labels.astype(np.int64), minlength=schema.num_labels)
+
+
+def loss_weights(spec: str, schema: LabelSchema, labels: np.ndarray) -> np.ndarray | None:
+    """--class-weights: None for `none`; per-class weights (single-label) or per-label pos_weight (multi-label)."""
+    if spec == "none":
+        return None
+    if schema.problem_type == "regression":
+        raise ConfigError("--class-weights: regression has no classes; leave it at none")
+    if spec == "balanced":
+        counts = class_counts(labels, schema).astype(float)
+        if schema.problem_type == "multi_label_classification":
+            return np.where(counts > 0, (len(labels) - counts) / np.maximum(counts, 1), 1.0)
+        from sklearn.utils.class_weight import compute_class_weight
+
+        present = np.flatnonzero(counts)
+        weights = np.ones(schema.num_labels)       # a class with no training row never weighs in
+        weights[present] = compute_class_weight("balanced", classes=present, y=labels.astype(np.int64))
+        return weights
+    return weights_from_file(spec, schema)
+
+
+def weights_from_file(path: str, schema: LabelSchema) -> np.ndarray:
+    """A JSON object of label name: weight; labels it leaves out weigh 1."""
+    try:
+        given = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--class-weights {path}: not a readable JSON file ({e})") from None
+    if not isinstance(given, dict):
+        raise ConfigError(f"--class-weights {path}: expected a JSON object of label: weight")
+    unknown = [str(k) for k in given if str(k) not in schema.names]
+    if unknown:
+        raise ConfigError(f"--class-weights {path}: unknown label(s) {', '.join(unknown)}; the labels are "
+                          f"{', '.join(schema.names)}")
+    weights = np.ones(schema.num_labels)
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ConfigError(f"--class-weights {path}: the weight of {name!r} must be a positive number, got "
+                              f"{value!r}")
+        weights[schema.names.index(str(name))] = float(value)
+    return weights
+
+
+def sampling_weights(labels: np.ndarray, schema: LabelSchema) -> np.ndarray:
+    """--sampler balanced: a row's chance is the inverse of its class's count (multi-label: the mean over its
+    labels; rows with none count as a class of their own), so each class is drawn about equally often."""
+    if schema.problem_type == "regression":
+        raise ConfigError("--sampler balanced: regression has no classes; use --sampler random")
+    counts = class_counts(labels, schema).astype(float)
+    if schema.problem_type != "multi_label_classification":
+        return 1.0 / counts[labels.astype(np.int64)]
+    rows = labels.reshape(len(labels), -1) > 0.5
+    empty = ~rows.any(axis=1)
+    inverse = np.where(rows, 1.0 / np.maximum(counts, 1), 0.0).sum(axis=1) / np.maximum(rows.sum(axis=1), 1)
+    return np.where(empty, 1.0 / max(int(empty.sum()), 1), inverse)
+
+
+def rare_class_warning(labels: np.ndarray, schema: LabelSchema) -> str | None:
+    """A line for the start-up summary when the smallest class is under RARE_SHARE of the training rows."""
+    if schema.problem_type == "regression" or not len(labels):
+        return None
+    counts = class_counts(labels, schema)
+    smallest = int(np.argmin(counts))
+    share = counts[smallest] / len(labels)
+    if share >= RARE_SHARE:
+        return None
+    return (f"class {schema.names[smallest]!r} is {share:.1%} of the training rows ({counts[smallest]} of "
+            f"{len(labels)}); --class-weights balanced or --sampler balanced keeps a model from ignoring it")

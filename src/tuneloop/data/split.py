@@ -1,0 +1,88 @@
+"""A validation split held out of the training data when none is given: stratified (by label for single-label
+classification, by quantile bins for regression, by label set for multi-label), seeded, and recorded as the row
+numbers that went each way, so that a resumed run, a report and `tuneloop evaluate` see the same rows."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+
+import numpy as np
+
+from ..errors import DataError
+from .labels import LabelSchema, _as_float, _split_labels
+
+SPLIT_FILE = "split.json"          # in the run folder
+RARE = "(rare)"                    # strata with a single row share one stratum
+
+
+def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+    """One stratum per row, and how they were made."""
+    if schema.problem_type == "regression":
+        values = np.array([_as_float(v) for v in raw_labels], dtype=float)
+        bins = max(2, min(10, n_validation // 2))
+        edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)[1:-1]))
+        return np.digitize(values, edges).astype(str), f"{len(edges) + 1} quantile bins of the target"
+    if schema.problem_type == "multi_label_classification":
+        keys = [",".join(sorted(i for i in _split_labels(v, schema.separator) if i)) for v in raw_labels]
+        how = "label set"
+    else:
+        keys, how = [str(v) for v in raw_labels], "label"
+    counts = Counter(keys)
+    return np.array([k if counts[k] > 1 else RARE for k in keys]), how
+
+
+def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(training positions, validation positions, stratified?) — positions sorted; stratified when every stratum
+    can give a row to each side, else a plain seeded shuffle."""
+    from sklearn.model_selection import train_test_split
+
+    positions = np.arange(len(keys))
+    try:
+        train, validation = train_test_split(positions, test_size=fraction, random_state=seed, stratify=keys)
+        stratified = True
+    except ValueError:                  # a stratum too small for both sides, or fewer rows than strata
+        train, validation = train_test_split(positions, test_size=fraction, random_state=seed)
+        stratified = False
+    return np.sort(train), np.sort(validation), stratified
+
+
+def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str, saved: dict | None = None):
+    """(training part, validation part, record) of the canonical table `train`. `saved`: a record of this run
+    folder's split.json, whose rows are taken as they are (the file must be unchanged)."""
+    n = len(train)
+    n_validation = math.ceil(n * fraction)
+    if n_validation < 1 or n - n_validation < 1:
+        raise DataError(f"{source}: {n} row(s) are too few to hold out {fraction:g} of them for validation; give "
+                        "--validation-file FILE or more training rows")
+    signature = file_signature(source)
+    if saved is not None:
+        if saved.get("source_signature") != signature:
+            raise DataError(f"{source}: the file changed since this run held out its validation rows "
+                            f"({SPLIT_FILE}); resume with the same file, or start a new run")
+        validation = np.array(saved["validation"], dtype=np.int64)
+        train_rows = np.array(saved["train"], dtype=np.int64)
+        how = saved["stratified_by"]
+    else:
+        keys, how = stratify_keys(train["label"], schema, n_validation)
+        train_rows, validation, stratified = split_rows(keys, fraction, seed)
+        if not stratified:
+            how = "none (too few rows per stratum)"
+    record = {"fraction": fraction, "seed": seed, "stratified_by": how, "source": source,
+              "source_signature": signature, "train": train_rows.tolist(), "validation": validation.tolist()}
+    return train.select(train_rows), train.select(validation), record
+
+
+def file_signature(path: str) -> list | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def describe(record: dict) -> str:
+    return (f"validation: {len(record['validation'])} of {len(record['validation']) + len(record['train'])} rows of "
+            f"{os.path.basename(record['source'])} held out ({record['fraction']:g}, stratified by "
+            f"{record['stratified_by']}, --split-seed {record['seed']}); give --validation-file to use your own")

@@ -1,0 +1,60 @@
+"""Where the model fails: the validation rows it gets wrong, with their text, gold and predicted labels, sorted
+by the confidence in the wrong answer (OUT/errors.csv); and precision, recall and F1 of every class."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .metrics import predictions_from_logits
+from .predictions import probabilities
+
+ERRORS_FILE = "errors.csv"
+
+
+def error_rows(table, logits: np.ndarray, labels: np.ndarray, schema) -> list[dict]:
+    """One dict per validation row the model gets wrong (regression: every row), most confidently wrong first.
+    `table`: the split's canonical table (id, text_a, text_b); logits and labels in its row order."""
+    kind, names = schema.problem_type, schema.names
+    if len(table) == 0:
+        return []
+    probs = probabilities(logits, kind)
+    preds = predictions_from_logits(logits, kind)
+    texts = {"text": table["text_a"]} if table[0]["text_b"] is None else \
+        {"text_a": table["text_a"], "text_b": table["text_b"]}
+    ids = table["id"]
+    rows = []
+    for i in range(len(labels)):
+        row = {"id": ids[i], **{k: v[i] for k, v in texts.items()}}
+        if kind == "regression":
+            row.update(gold=float(labels[i]), predicted=round(float(preds[i]), 6),
+                       abs_error=round(abs(float(preds[i]) - float(labels[i])), 6))
+            rows.append((row["abs_error"], row))
+        elif kind == "multi_label_classification":
+            gold, pred = labels[i] > 0.5, preds[i] > 0
+            if (gold != pred).any():
+                wrongness = float(np.abs(probs[i] - labels[i])[gold != pred].max())
+                row.update(gold=schema.separator_join([n for n, on in zip(names, gold) if on]),
+                           predicted=schema.separator_join([n for n, on in zip(names, pred) if on]),
+                           confidence_wrong=round(wrongness, 6))
+                rows.append((wrongness, row))
+        elif preds[i] != labels[i]:
+            p_pred, p_gold = float(probs[i, preds[i]]), float(probs[i, int(labels[i])])
+            row.update(gold=names[int(labels[i])], predicted=names[int(preds[i])],
+                       p_predicted=round(p_pred, 6), p_gold=round(p_gold, 6))
+            rows.append((p_pred, row))
+    return [row for _, row in sorted(rows, key=lambda pair: -pair[0])]
+
+
+def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
+    """{label: {"precision", "recall", "f1", "support"}} for classification (every label for multi-label)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    if schema.problem_type == "regression":
+        return None
+    preds = predictions_from_logits(logits, schema.problem_type)
+    y = labels.astype(np.int64) if schema.problem_type != "multi_label_classification" else \
+        (labels > 0.5).astype(np.int64)
+    index = list(range(len(schema.names))) if schema.problem_type != "multi_label_classification" else None
+    precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
+    return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
+                   "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}

@@ -1,0 +1,113 @@
+"""A training file without a validation file: a stratified, seeded split is held out, recorded in split.json,
+kept by a resumed run, and found again by `tuneloop evaluate`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import tuneloop
+from tuneloop import ConfigError, TrainConfig
+from tuneloop.data.labels import LabelSchema
+from tuneloop.data.split import split_rows, stratify_keys
+
+from conftest import fast_options, sentence
+
+
+def write_reviews(path, n=300, positive_share=0.3, seed=0):
+    """Single texts: label 1 (`good`/`great` in the text) or 0 (`bad`/`awful`), in the given proportion."""
+    rng = random.Random(seed)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text", "label"])
+        for i in range(n):
+            label = int(rng.random() < positive_share)
+            words = sentence(rng).split()
+            words.insert(rng.randint(0, len(words)), rng.choice(["good", "great"] if label else ["bad", "awful"]))
+            writer.writerow([f"r{i}", " ".join(words), label])
+    return path
+
+
+def test_single_label_split_keeps_the_class_shares_and_follows_the_seed():
+    labels = ["a"] * 90 + ["b"] * 10
+    schema = LabelSchema("single_label_classification", ["a", "b"])
+    keys, how = stratify_keys(labels, schema, 20)
+    train, validation, stratified = split_rows(keys, 0.2, seed=1)
+    assert stratified and how == "label"
+    assert len(validation) == 20 and len(train) == 80 and not set(train) & set(validation)
+    assert Counter(labels[i] for i in validation) == {"a": 18, "b": 2}
+    again = split_rows(keys, 0.2, seed=1)[1]
+    other = split_rows(keys, 0.2, seed=2)[1]
+    assert list(again) == list(validation) and list(other) != list(validation)
+
+
+def test_regression_is_stratified_by_quantile_bins_and_multi_label_by_label_set():
+    values = [str(v) for v in np.linspace(0, 5, 200)]
+    keys, how = stratify_keys(values, LabelSchema("regression"), 20)
+    assert "quantile bins" in how
+    _, validation, stratified = split_rows(keys, 0.1, seed=0)
+    held = sorted(float(values[i]) for i in validation)
+    assert stratified and held[0] < 0.6 and held[-1] > 4.4          # spread over the range, not one end
+    sets = ['["x"]'] * 40 + ['["x","y"]'] * 40 + ['["z"]'] * 19 + ['["q"]']
+    keys, how = stratify_keys(sets, LabelSchema("multi_label_classification", ["q", "x", "y", "z"]), 10)
+    assert how == "label set" and keys[-1] == "(rare)"
+
+
+@pytest.fixture(scope="module")
+def held_out_run(tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("held")
+    data = write_reviews(folder / "reviews.csv")
+    out = folder / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(data), output_dir=str(out), save_every="5",
+                                         **fast_options(tiny_model, max_steps=10)))
+    return data, out, results
+
+
+def test_the_split_is_recorded_and_reported(held_out_run):
+    data, out, results = held_out_run
+    split = json.loads((out / "split.json").read_text())
+    assert len(split["validation"]) == 30 and len(split["train"]) == 270
+    assert sorted(split["train"] + split["validation"]) == list(range(300))
+    labels = [row["label"] for row in csv.DictReader(open(data))]
+    share = sum(labels[i] == "1" for i in split["validation"]) / 30
+    assert abs(share - sum(v == "1" for v in labels) / 300) < 0.04          # stratified
+    assert results["eval"]["num_samples"] == 30 and results["train"]["num_samples"] == 270
+    assert results["validation_split"]["validation_rows"] == 30
+    assert "held out of reviews.csv" in (out / "report.html").read_text()
+
+
+def test_resume_and_evaluate_see_the_same_rows(held_out_run, tmp_path):
+    from tuneloop.cli import main
+
+    data, out, results = held_out_run
+    before = json.loads((out / "split.json").read_text())
+    resumed = tuneloop.train(output_dir=str(out), resume="latest", quiet=True)
+    assert json.loads((out / "split.json").read_text()) == before
+    assert resumed["eval"]["num_samples"] == 30
+    target = tmp_path / "eval.json"
+    assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet"]) == 0
+    evaluated = json.loads(target.read_text())["eval"]
+    assert evaluated["num_samples"] == 30
+    assert evaluated["accuracy"] == pytest.approx(resumed["eval"]["accuracy"], abs=1e-6)
+
+
+def test_a_changed_file_is_refused_on_resume(tiny_model, tmp_path):
+    data = write_reviews(tmp_path / "reviews.csv", n=100)
+    out = tmp_path / "run"
+    options = dict(train_file=str(data), output_dir=str(out), save_every="2", **fast_options(tiny_model, max_steps=2))
+    tuneloop.train(TrainConfig(**options))
+    with open(data, "a") as f:
+        f.write("r999,the cat is good,1\n")
+    with pytest.raises(tuneloop.DataError, match="changed since this run held out its validation rows"):
+        tuneloop.train(output_dir=str(out), resume="latest", quiet=True)
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, -0.1])
+def test_split_fraction_outside_0_1_is_refused(fraction):
+    with pytest.raises(ConfigError, match=r"--validation-split: must be a fraction between 0 and 1"):
+        TrainConfig(validation_split=fraction).validate()
