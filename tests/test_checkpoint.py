@@ -237,3 +237,13 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
     assert results["train"]["skipped_nonfinite_batches"] == 2
     assert results["eval"]["loss"] == pytest.approx(results["eval"]["loss"])          # finite, not NaN
     assert all(torch.isfinite(t).all() for t in weights(tmp_path / "b").values())
+
+
+def test_options_newer_than_a_checkpoint_count_as_their_defaults():
+    from tuneloop.checkpoint import incompatible_changes
+
+    current = TrainConfig(lr=1e-4).to_dict()
+    older = {k: v for k, v in current.items() if k not in ("class_weights", "truncation", "windows")}
+    assert incompatible_changes(older, current) == []
+    assert incompatible_changes(older, {**current, "class_weights": "balanced"}) == \
+        ["--class-weights 'none' → 'balanced'"]

@@ -4,12 +4,14 @@ a fallback past damaged ones and a refusal of settings that would change the run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 from pathlib import Path
 
 from .atomic import atomic_write_json, atomic_write_text
+from .config import TrainConfig
 from .errors import TuneloopError
 
 CHECKPOINTS = "checkpoints"
@@ -56,10 +58,12 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
 
 
 def incompatible_changes(saved: dict, current: dict) -> list[str]:
-    """Options of `current` that differ from the checkpoint's config and would change the run (options a newer
-    tuneloop no longer has are ignored)."""
-    return [f"--{k.replace('_', '-')} {saved.get(k)!r} → {current.get(k)!r}" for k in sorted(current)
-            if k not in RESUMABLE_CHANGES and saved.get(k) != current.get(k)]
+    """Options of `current` that differ from the checkpoint's config and would change the run. Options the
+    checkpoint's tuneloop did not have count as their defaults; options it had and this one lacks are ignored."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    before = {k: saved.get(k, defaults.get(k)) for k in current}
+    return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)
+            if k not in RESUMABLE_CHANGES and before[k] != current.get(k)]
 
 
 def _candidates(output_dir: Path, which: str) -> list[Path]:
