@@ -6,7 +6,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np  # noqa: F401  (arrays in the signatures)
 import torch
 
 from .metrics import Accumulator
@@ -63,11 +62,11 @@ def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str,
 
 
 def predict_logits(model, tokenized, tokenizer, accelerator, problem_type: str, batch_size: int, quiet: bool,
-                   desc: str = "Predicting", pooling: str = "mean") -> np.ndarray:
+                   desc: str = "Predicting", pooling: str = "mean"):
     """Logits for a tokenized split, one row per input row in its original order (batches run longest first;
     windows are pooled back into their row)."""
     from .data.batching import eval_loader, make_collator
 
-    loader, _ = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
+    loader = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
     loader = accelerator.prepare(loader)
     return run_inference(model, loader, accelerator, Accumulator((), problem_type, pooling), desc, quiet).all_logits

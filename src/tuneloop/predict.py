@@ -15,7 +15,7 @@ from .data.labels import LabelSchema
 from .data.prepare import prepare_data
 from .data.readers import detect_columns, file_columns
 from .data.sources import load_user_files
-from .data.long_texts import TextPolicy
+from .data.long_texts import TextPolicy, default_max_length
 from .data.tokenize import Tokenize, tokenize
 from .errors import DataError, TuneloopError
 from .evaluation import evaluate, predict_logits
@@ -42,7 +42,7 @@ def load_trained(model_dir: str):
 
 def text_policy(meta: dict, tokenizer) -> TextPolicy:
     """How the model reads long texts, as its run recorded it (a plain folder: head truncation)."""
-    default = meta.get("max_length") or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+    default = meta.get("max_length") or default_max_length(tokenizer)
     return TextPolicy.from_dict(meta.get("text_policy"), default)
 
 
@@ -81,7 +81,7 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
         collator = make_collator(tokenizer, False, None)
-        loaders = {n: accelerator.prepare(eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0])
+        loaders = {n: accelerator.prepare(eval_loader(ds, tokenizer, config.eval_batch_size, collator))
                    for n, ds in data.evaluation.items()}
         model = accelerator.prepare(model)
         task = tasks.get_task(config.task)

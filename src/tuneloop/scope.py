@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from . import speed, system
+from .tracking import interactive
 
 log = logging.getLogger("tuneloop")
 # libraries whose INFO/WARNING chatter (load reports, advisory warnings) stays off tuneloop's console
@@ -37,7 +38,7 @@ def library_output(quiet: bool):
     t_logging.set_verbosity_error()
     t_logging.disable_progress_bar()
     d_logging.set_verbosity_error()
-    (datasets.disable_progress_bars if quiet or not sys.stderr.isatty() else datasets.enable_progress_bars)()
+    (datasets.disable_progress_bars if quiet or not interactive() else datasets.enable_progress_bars)()
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:

@@ -106,8 +106,7 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     if config.metric_for_best and config.metric_for_best not in names + tasks.ALWAYS_REPORTED:
         raise ConfigError(f"--metric-for-best: {config.metric_for_best!r} is not reported for this data; choose "
                           f"one of {', '.join(names + tasks.ALWAYS_REPORTED)}")
-    labels = balance.encoded_labels(data.train) if data.labels.problem_type != "regression" else None
-    warning = labels is not None and balance.rare_class_warning(labels, data.labels)
+    warning = data.labels.problem_type != "regression" and balance.rare_class_warning(data.train_labels, data.labels)
     if warning and config.class_weights == "none" and config.sampler == "random":
         log.warning(warning)
     return data
@@ -115,7 +114,7 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
 
 def setup_loss(config: TrainConfig, data: PreparedData, device) -> TrainingLoss:
     """The training loss, with --class-weights (losses.py; the evaluation loss stays unweighted)."""
-    labels = balance.encoded_labels(data.train) if config.class_weights != "none" else None
+    labels = data.train_labels if config.class_weights != "none" else None
     return TrainingLoss(data.labels.problem_type,
                         balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
 
@@ -157,10 +156,10 @@ def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_proces
     multiple = 8 if config.mixed_precision in ("fp16", "bf16") else None
     collator = make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
     global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
-    weights = balance.sampling_weights(balance.encoded_labels(data.train), data.labels) \
+    weights = balance.sampling_weights(data.train_labels, data.labels) \
         if config.sampler == "balanced" else None
     return Loaders(train_loader(data.train, tokenizer, config, collator, global_batch, weights),
-                   {name: eval_loader(ds, tokenizer, config.eval_batch_size, collator)[0]
+                   {name: eval_loader(ds, tokenizer, config.eval_batch_size, collator)
                     for name, ds in data.evaluation.items()})
 
 

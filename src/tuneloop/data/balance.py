@@ -15,11 +15,6 @@ from .labels import LabelSchema
 RARE_SHARE = 0.05          # a class under 5% of the training rows gets a warning at start-up
 
 
-def encoded_labels(train) -> np.ndarray:
-    """The tokenized training split's `labels` column as an array (ids, or 0/1 rows for multi-label)."""
-    return np.asarray(train.with_format("numpy")["labels"])
-
-
 def class_counts(labels: np.ndarray, schema: LabelSchema) -> np.ndarray:
     """Rows per class (single-label), or rows carrying each label (multi-label)."""
     if schema.problem_type == "multi_label_classification":

@@ -50,12 +50,11 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
 
 
 def length_sorted(ds):
-    """The split sorted longest first (evaluation batches then pad little); returns (dataset, order)."""
-    lengths = np.asarray(ds.with_format("numpy")["length"]) if "length" in ds.column_names else None
-    if lengths is None:
-        return ds, np.arange(len(ds))
-    order = np.argsort(-lengths, kind="stable")
-    return ds.select(order), order
+    """The split sorted longest first (evaluation batches then pad little); each row keeps its `doc`, which puts
+    predictions back in row order (metrics.pool_windows)."""
+    if "length" not in ds.column_names:
+        return ds
+    return ds.select(np.argsort(-np.asarray(ds.with_format("numpy")["length"]), kind="stable"))
 
 
 def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pad_to_multiple_of: int | None = None):
@@ -81,11 +80,11 @@ def train_loader(ds, tokenizer, config, collator, global_batch: int | None = Non
 
 
 def eval_loader(ds, tokenizer, batch_size, collator):
-    """Longest first, so batches pad little; returns (loader, order) where order maps rows back."""
-    ds, order = length_sorted(ds)
+    """Longest first, so batches pad little."""
+    ds = length_sorted(ds)
     loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer, with_doc=True), batch_size=batch_size,
                                          shuffle=False, collate_fn=collator, generator=torch.Generator())
-    return loader, order
+    return loader
 
 
 def epoch_batches(loader, epoch: int, batches_done: int, accelerator):

@@ -17,6 +17,11 @@ from ..errors import ConfigError
 HEAD_SHARE = 0.25
 
 
+def default_max_length(tokenizer) -> int:
+    """--max-length when not given: the tokenizer's own maximum, at most 512."""
+    return min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+
+
 @dataclass(frozen=True)
 class TextPolicy:
     max_length: int

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 from ..errors import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
-from .long_texts import TextPolicy
+from .long_texts import TextPolicy, default_max_length
 from .sources import RawData, load_raw
 from .split import describe as describe_split
 from .split import hold_out
@@ -33,6 +36,11 @@ class PreparedData:
     stats: dict[str, dict] = field(default_factory=dict)
     split: Optional[dict] = None          # the held-out validation split (data/split.py), when there was one
     policy: Optional[TextPolicy] = None   # how texts longer than the maximum length were read (long_texts.py)
+
+    @functools.cached_property
+    def train_labels(self):
+        """The training split's encoded labels as an array (class ids, or 0/1 rows for multi-label)."""
+        return np.asarray(self.train.with_format("numpy")["labels"])
 
     @property
     def text_columns(self) -> tuple[str, ...]:
@@ -69,7 +77,7 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
         log.info(describe_split(held))
     raw.train = _limit(raw.train, config.max_train_samples)
     raw.evaluation = {k: _limit(v, config.max_eval_samples) for k, v in raw.evaluation.items()}
-    max_length = config.max_length or min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
+    max_length = config.max_length or default_max_length(tokenizer)
     policy = TextPolicy(max_length, config.truncation, config.windows, config.window_pooling)
     policy.check(tokenizer, raw.pair)
 
