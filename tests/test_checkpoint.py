@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -119,6 +120,12 @@ def test_sigkill_mid_epoch_then_resume_equals_uninterrupted(dropout_model, data_
             assert r["train/lr"] == pytest.approx(next(x["train/lr"] for x in read_metrics(
                 ref_dir / "metrics.jsonl") if x.get("step") == r["step"] and "train/lr" in x))
     assert [r["step"] for r in records if "eval/accuracy" in r] == [25, 50]
+    # the label-issue ranking's probabilities continue across the kill: the same as the uninterrupted run's
+    with np.load(out / "predictions" / "train_dynamics.npz") as a, \
+            np.load(ref_dir / "predictions" / "train_dynamics.npz") as b:
+        assert (a["counts"] == b["counts"]).all() and a["counts"].sum() == 2 * 200
+        assert np.abs(a["sums"] - b["sums"]).max() < 1e-5
+    assert (out / "label_issues.csv").read_text() == (ref_dir / "label_issues.csv").read_text()
 
 
 def test_damaged_newest_checkpoint_falls_back_with_a_warning(dropout_model, data_dir, reference, tmp_path, capsys):

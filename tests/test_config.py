@@ -99,7 +99,7 @@ def test_presets_are_shipped_yaml_files_and_the_recipe_choices():
 
 def test_options_you_give_win_over_a_preset_at_every_layer(tmp_path):
     from tuneloop.cli import build_parser
-    from tuneloop.config import options_from_namespace
+    from tuneloop.flags import options_from_namespace
     from tuneloop.resolve import resolve_config
 
     fast = resolve_config(recipe="fast")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -124,6 +125,13 @@ def test_one_process_batch_8_equals_two_processes_batch_4_and_accumulation(two_p
     loss_one = [r["train/loss"] for r in read_metrics(one / "metrics.jsonl") if "train/loss" in r]
     loss_two = [r["train/loss"] for r in read_metrics(two / "metrics.jsonl") if "train/loss" in r]
     assert loss_one == pytest.approx(loss_two, abs=1e-3)
+    # each training row's probabilities, summed over the processes: every row seen once in the one epoch, with
+    # the probabilities the single process gave it
+    with np.load(one / "predictions" / "train_dynamics.npz") as a, np.load(two / "predictions" /
+                                                                          "train_dynamics.npz") as b:
+        assert a["counts"].shape == b["counts"].shape == (1, 96)
+        assert (a["counts"] == 1).all() and (b["counts"] == 1).all()
+        assert np.abs(a["sums"] - b["sums"]).max() < 1e-3
 
 
 def test_torchrun_launch(tiny_model, data, tmp_path):

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from .atomic import atomic_write_json, atomic_write_text
 from .config import TrainConfig
@@ -19,7 +20,8 @@ STATE_FILE = "tuneloop_state.json"      # written last: its presence marks a com
 # options that may change between an interrupted run and its resumption; any other change is refused
 RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size", "max_eval_samples",
                      "log_every", "report_to", "quiet", "save_every", "keep_last", "predict_test", "metric_for_best",
-                     "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches"}
+                     "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches",
+                     "calibrate", "decision", "optimize_threshold_for", "abstain_below", "abstain_label"}
 
 
 def checkpoint_name(step: int) -> str:
@@ -35,8 +37,10 @@ def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
     return sorted(found, key=lambda p: p.name, reverse=True)
 
 
-def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_last: int) -> Path:
-    """accelerator.save_state into a temporary folder, then rename: a crash mid-save leaves older ones intact."""
+def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_last: int,
+                    write_more: Callable[[Path], None] | None = None) -> Path:
+    """accelerator.save_state into a temporary folder, then rename: a crash mid-save leaves older ones intact.
+    `write_more(folder)`: the main process's own files for the checkpoint (training-row probabilities)."""
     root = output_dir / CHECKPOINTS
     final = root / checkpoint_name(step)
     tmp = root / f".{final.name}.tmp"
@@ -47,6 +51,8 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
     accelerator.save_state(str(tmp))                   # model, optimizer, scheduler, RNG states (every process)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
+        if write_more is not None:
+            write_more(tmp)
         atomic_write_json(tmp / STATE_FILE, state)
         if final.exists():
             shutil.rmtree(final)

@@ -1,4 +1,4 @@
-"""The `tuneloop` command: train, evaluate, predict, tasks."""
+"""The `tuneloop` command: train, evaluate, predict, report, inspect, tasks, env."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .config import add_config_arguments, options_from_namespace
+from .flags import add_config_arguments, options_from_namespace
 from .errors import Interrupted, TuneloopError
 from .version import __version__
 
@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "it uses the validation data recorded with the model.")
     evaluate.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
     evaluate.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
+    evaluate.add_argument("--raw", action="store_true", help="ignore the model's decision rule (temperature, "
+                          "thresholds, abstain level): metrics of raw softmax/sigmoid and argmax (0.5 per label)")
     add_config_arguments(evaluate, only=EVAL_OPTIONS)
 
     predict = sub.add_parser("predict", help="label a file, or one example given as arguments",
@@ -51,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the input's text column(s), when they are not the model's")
     predict.add_argument("--batch-size", type=int, default=64, metavar="N", help="examples per batch (default: 64)")
     predict.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    predict.add_argument("--raw", action="store_true", help="ignore the model's decision rule: raw softmax/sigmoid "
+                         "probabilities and argmax (0.5 per label), no abstaining")
     predict.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
     predict.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -58,6 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=_formatter, description="Write a self-contained report.html (images "
                             "inline) and plots/*.png into a run folder; also works while the run is going.")
     report.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
+
+    inspect = sub.add_parser("inspect", help="where the model fails: wrong validation rows, doubtful training labels",
+                             formatter_class=_formatter, description="Print the top of RUN_DIR/errors.csv (the "
+                             "validation rows the model gets wrong, most confidently wrong first) and of "
+                             "RUN_DIR/label_issues.csv (training rows whose given label is probably wrong).")
+    inspect.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
+    inspect.add_argument("--top", type=int, default=10, metavar="N", help="rows shown from each list (default: 10)")
 
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     sub.add_parser("env", help="versions, devices and the accelerate configuration (for bug reports)",
@@ -108,8 +119,9 @@ def cmd_evaluate(ns) -> int:
     from .predict import evaluate_model
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
-    results = evaluate_model(ns.model, overrides, ns.output)
+    results = evaluate_model(ns.model, overrides, ns.output, raw_scores=ns.raw)
     ev = results["eval"]
+    print(f"decision rule: {results['decision_rule']}")
     print(f"eval ({ev['num_samples']} examples): " +
           "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
     for split, metrics in results.get("eval_splits", {}).items():
@@ -129,7 +141,7 @@ def cmd_predict(ns) -> int:
     if ns.texts:
         if len(ns.texts) > 2:
             raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} (quote each text)")
-        row = predict_texts(ns.model, ns.texts, ns.cpu)
+        row = predict_texts(ns.model, ns.texts, ns.cpu, raw_scores=ns.raw)
         row.pop("id")
         print(json.dumps(row))
         return 0
@@ -141,7 +153,7 @@ def cmd_predict(ns) -> int:
     if Path(output).exists() and not ns.overwrite:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
     count = predict_file(ns.model, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
-                         text_columns=ns.text_columns, cpu=ns.cpu, quiet=ns.quiet)
+                         text_columns=ns.text_columns, cpu=ns.cpu, quiet=ns.quiet, raw_scores=ns.raw)
     print(f"wrote {count} predictions to {output}")
     return 0
 
@@ -153,6 +165,13 @@ def cmd_report(ns) -> int:
     return 0
 
 
+def cmd_inspect(ns) -> int:
+    from .failures import describe_failures
+
+    print(describe_failures(ns.run_dir, ns.top), end="")
+    return 0
+
+
 def cmd_env(ns) -> int:
     from .envinfo import environment_report
 
@@ -161,7 +180,7 @@ def cmd_env(ns) -> int:
 
 
 COMMANDS = {"train": cmd_train, "report": cmd_report, "env": cmd_env, "evaluate": cmd_evaluate, "predict": cmd_predict,
-            "tasks": cmd_tasks}
+            "tasks": cmd_tasks, "inspect": cmd_inspect}
 
 
 def main(argv: list[str] | None = None, *, on_step=None) -> int:

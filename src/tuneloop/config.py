@@ -8,7 +8,6 @@ YAML < flags / keywords) into the final config is resolve.py's job.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.util
 import math
@@ -35,7 +34,9 @@ SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constan
 TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow", "comet_ml": "comet_ml"}
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
-GROUPS = ("data", "model", "training", "evaluation", "checkpointing", "output")
+CALIBRATION = ("none", "temperature")               # calibrate.py / decision.py
+DECISIONS = ("argmax", "threshold")
+GROUPS = ("data", "model", "training", "evaluation", "decision", "checkpointing", "output")
 
 
 def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
@@ -146,6 +147,22 @@ class TrainConfig:
                                          metavar="METRIC")
     early_stopping_patience: Optional[int] = opt(None, "stop after N evaluations without improvement of "
                                                  "--metric-for-best", "evaluation", metavar="N")
+    # decision: fitted on the validation outputs after training, saved with the model, applied by evaluate/predict
+    calibrate: str = opt("temperature", "after training, fit a temperature on the validation logits (minimising "
+                         "NLL) so that the probabilities mean what they say; none: raw softmax/sigmoid", "decision",
+                         CALIBRATION)
+    decision: str = opt("argmax", "how probabilities become labels: argmax (multi-label: 0.5 per label), or "
+                        "threshold: one cut-off on the second label's probability (binary tasks) or one per label "
+                        "(multi-label), chosen on the validation rows for --optimize-threshold-for", "decision",
+                        DECISIONS)
+    optimize_threshold_for: str = opt("f1", "what --decision threshold maximises: f1 (of the positive class; of each "
+                                      "label), macro-f1, precision@R (the best precision at recall >= R) or "
+                                      "recall@P (the best recall at precision >= P)", "decision",
+                                      metavar="f1|macro-f1|precision@R|recall@P")
+    abstain_below: Optional[float] = opt(None, "predict --abstain-label instead when the calibrated probability of "
+                                         "the predicted answer is under P (report.html plots coverage against "
+                                         "accuracy to choose P)", "decision", metavar="P")
+    abstain_label: str = opt("abstain", "what an abstained prediction says", "decision", metavar="LABEL")
     # checkpointing
     save_every: Optional[str] = opt(None, "save a resumable checkpoint every N optimizer steps, or `epoch`",
                                     "checkpointing", metavar="N|epoch")
@@ -202,13 +219,21 @@ class TrainConfig:
             value = getattr(self, name)
             if value is not None:
                 need(value >= 1, name, f"must be at least 1, got {value}")
+        try:
+            parse_objective(self.optimize_threshold_for)
+        except ValueError as e:
+            need(False, "optimize_threshold_for", str(e))
+        if self.abstain_below is not None:
+            need(0 < self.abstain_below <= 1, "abstain_below",
+                 f"must be a probability in (0, 1], got {self.abstain_below}")
         if self.windows is not None:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
         for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
                               ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
-                              ("truncation", TRUNCATION), ("window_pooling", POOLING),
+                              ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
+                              ("decision", DECISIONS),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
@@ -260,6 +285,20 @@ class TrainConfig:
         atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
 
 
+def parse_objective(text: str) -> tuple[str, float | None]:
+    """--optimize-threshold-for: 'f1' | 'macro-f1' | 'precision@R' | 'recall@P' → (name, target); ValueError if not."""
+    name, _, value = str(text).partition("@")
+    if name in ("f1", "macro-f1") and not value:
+        return name, None
+    try:
+        target = float(value) if name in ("precision", "recall") else None
+    except ValueError:
+        target = None
+    if target is not None and 0 < target <= 1:
+        return name, target
+    raise ValueError(f"{text!r}: use f1, macro-f1, precision@R or recall@P with R, P in (0, 1]")
+
+
 def eval_every_parts(value) -> tuple[str, int] | None:
     """`--eval-every` as ("steps", N) or ("per_epoch", K); None when it is neither."""
     text = str(value).strip().lower().replace(" ", "")
@@ -291,7 +330,7 @@ def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--c
     return out
 
 
-# ---------------------------------------------------------------------- command line
+# ---------------------------------------------------------------------- types (YAML and flags.py)
 def _base_type(f: dataclasses.Field):
     hint = typing.get_type_hints(TrainConfig)[f.name] if f.name in TrainConfig.__dataclass_fields__ else f.type
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -328,46 +367,3 @@ def _coerce(f: dataclasses.Field, value: Any, source: str):
     except (TypeError, ValueError):
         name = getattr(kind, "__name__", str(kind))
         raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
-
-
-def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None):
-    """Add one flag per config field, grouped, defaults shown; parsed values are only the flags given."""
-    groups = {g: parser.add_argument_group(f"{g} options") for g in GROUPS}
-    for f in dataclasses.fields(cls):
-        if not f.metadata.get("cli", True) or (only is not None and f.name not in only):
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        kind = _base_type(f)
-        default = f.default if f.default is not dataclasses.MISSING else None
-        shown = ",".join(default) if isinstance(default, list) else default
-        help_text = f.metadata["help"] + (f" (default: {shown})" if shown not in (None, False) else "")
-        kwargs: dict[str, Any] = dict(dest=f.name, default=argparse.SUPPRESS, help=help_text.replace("%", "%%"))
-        if kind is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = _cli_type(f)
-            if f.metadata.get("nargs"):
-                kwargs.update(nargs=f.metadata["nargs"], const=f.metadata["const"])
-            kwargs["metavar"] = f.metadata.get("metavar") or (
-                "{" + ",".join(f.metadata["choices"]) + "}" if f.metadata.get("choices") else None)
-        groups[f.metadata["group"]].add_argument(flag, **kwargs)
-    return parser
-
-
-def _cli_type(f: dataclasses.Field):
-    def convert(text: str):
-        if text.lower() in ("none", "null") and f.default is None:
-            return None
-        try:
-            return _coerce(f, text, source="--" + f.name.replace("_", "-"))
-        except ConfigError as e:
-            raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
-
-    convert.__name__ = getattr(_base_type(f), "__name__", "value")
-    return convert
-
-
-def options_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> dict:
-    """The options given as flags (argparse leaves the others out: their defaults are resolve.py's business)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in vars(ns).items() if k in names}

@@ -58,3 +58,42 @@ def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
     precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
     return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
                    "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}
+
+
+def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
+    """`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
+    import csv
+    from pathlib import Path
+
+    from .errors import TuneloopError
+
+    folder = Path(run_dir)
+    files = [(folder / ERRORS_FILE, "validation rows the model gets wrong, most confidently wrong first"),
+             (folder / "label_issues.csv",
+              "training rows ranked by the probability of their given label, lowest first")]
+    if not any(path.is_file() for path, _ in files):
+        raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or label_issues.csv here; give the folder of a finished "
+                            "`tuneloop train` run (its --output-dir)")
+    cut = lambda text: text if len(text) <= width else text[:width] + " …"  # noqa: E731
+    lines = []
+    for path, what in files:
+        if not path.is_file():
+            continue
+        with open(path, encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        flagged = sum(r.get("likely_wrong") == "True" for r in rows)
+        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
+        for n, r in enumerate(rows[:top], 1):
+            if "given" in r:
+                head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"
+                        + (" — likely wrong" if r["likely_wrong"] == "True" else ""))
+            elif "abs_error" in r:
+                head = f"gold {r['gold']}, predicted {r['predicted']} (error {r['abs_error']})"
+            else:
+                p = r.get("p_predicted") or r.get("confidence_wrong")
+                head = f"gold {r['gold']}, predicted {r['predicted']} (p {p})"
+            where = f"id {r['id']}" + (f", row {r['row']}" if r.get("row") else "")
+            lines.append(f"{n:4d}. {where}: {head}")
+            lines += [f"      {key}: {cut(r[key])}" for key in ("text", "text_a", "text_b") if key in r]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -15,6 +15,7 @@ from .config import TrainConfig
 from .data.batching import epoch_batches
 from .errors import Interrupted, NonFiniteLoss
 from .evaluation import evaluate
+from .label_issues import checkpoint_writer
 from .resolve import for_this_machine, resolve_config
 from .scope import run_scope
 from .setup import setup
@@ -47,8 +48,11 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         while not plan.finished(state):
             for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
                 with acc.accumulate(model):                        # no gradient sync on inner micro-steps
-                    labels = batch.pop("labels")
-                    loss = r.loss(model(**batch).logits, labels)   # losses.py: with --class-weights when asked
+                    labels, rows = batch.pop("labels"), batch.pop("doc")
+                    logits = model(**batch).logits
+                    loss = r.loss(logits, labels)                  # losses.py: with --class-weights when asked
+                    if r.dynamics is not None:                     # label_issues.py: each row's probabilities
+                        r.dynamics.record(state.epoch, rows, logits)
                     if cfg.skip_nonfinite_batches and not torch.isfinite(loss.detach()):   # a host sync: opt-in
                         state.skipped_batches += 1
                         log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
@@ -82,7 +86,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 signal_number = signals.received(acc)               # SIGINT/SIGTERM on any process
                 if plan.checkpoint_due(state.step, stopping) or signal_number:    # --save-every N | epoch
                     saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
-                                                       cfg.keep_last)
+                                                       cfg.keep_last, checkpoint_writer(r.dynamics, acc))
                 if signal_number:
                     raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
                                       f"with: tuneloop train --output-dir {r.output_dir} --resume", signal_number)
@@ -96,8 +100,10 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                                   cfg.quiet, cfg.window_pooling)
         log.close()
         results = outputs.results(r, state, log, evaluation, samples_before)
+        results["decision"] = outputs.decide(r, evaluation)     # calibrate.py: temperature, thresholds → model/
         acc.wait_for_everyone()
         outputs.save_model_folder(r, "model")
+        results["label_issues"] = outputs.write_label_issues(r)   # label_issues.csv: labels that look wrong
         outputs.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
         if cfg.predict_test:
             outputs.predict_test(r)                     # predictions/<test split>.tsv (+ GLUE's layout)

@@ -10,8 +10,11 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write_bytes, atomic_write_json
+from .calibrate import fit_decision
+from .decision import DecisionRule
 from .evaluation import Evaluation, predict_logits
 from .failures import ERRORS_FILE, error_rows, per_class
+from .label_issues import LABEL_ISSUES_FILE, issue_rows
 from .model import save_model
 from .predictions import prediction_rows, write_predictions
 
@@ -60,6 +63,25 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
     return out
 
 
+def decide(run, evaluation: Evaluation) -> dict | None:
+    """Fit the decision rule (calibrate.py) on the final evaluation's first split into model/tuneloop.json, so
+    that evaluate and predict apply it; returns results.json's "decision" section (measured cross-fitted)."""
+    kind, cfg = run.data.labels.problem_type, run.config
+    if kind == "regression":
+        return None
+    logits, labels = next(iter(evaluation.outputs.values()))
+    options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
+               "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label}
+    rule, report = fit_decision(logits, labels, kind, options, cfg.seed)
+    run.metadata["decision"] = rule.to_dict()
+    c = report["calibration"]
+    log.info(f"decision rule: {rule.describe()} | ECE {c['ece_before']:.4f} → {c['ece_after']:.4f}, NLL "
+             f"{c['nll_before']:.4f} → {c['nll_after']:.4f} ({report['measured'].split(' (')[0]})")
+    for note in rule.notes:
+        log.warning(f"--optimize-threshold-for: {note}")
+    return report
+
+
 def write_results(run, results_: dict, evaluation: Evaluation) -> None:
     """results.json, the final evaluation's logits and labels (predictions/eval_<split>.npz, for the report's
     confusion matrix or scatter plot), the model card and report.html."""
@@ -88,6 +110,24 @@ def write_errors(run, evaluation: Evaluation) -> None:
     write_predictions(rows, str(run.output_dir / ERRORS_FILE))
 
 
+def write_label_issues(run) -> dict | None:
+    """OUT/label_issues.csv: every training row, the one whose label is most probably wrong first, and the
+    probabilities behind it (predictions/train_dynamics.npz). Called by every process (totals are summed over
+    them); returns results.json's summary on the main process."""
+    if run.dynamics is None:
+        return None
+    arrays = run.dynamics.collect(run.accelerator)
+    if not run.accelerator.is_main_process:
+        return None
+    train = run.data.train.with_format("numpy").select_columns(["doc", "labels"])[:]
+    given = np.zeros((arrays["sums"].shape[1], *train["labels"].shape[1:]), dtype=train["labels"].dtype)
+    given[train["doc"]] = train["labels"]
+    rows, summary = issue_rows(run.data.raw.train, given, arrays, run.data.labels)
+    run.dynamics.save({**arrays, "given": given}, run.output_dir / "predictions")
+    write_predictions(rows, str(run.output_dir / LABEL_ISSUES_FILE))
+    return summary
+
+
 def predict_test(run) -> None:
     """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks)."""
     if not run.data.test:
@@ -97,10 +137,13 @@ def predict_test(run) -> None:
                                 run.config.eval_batch_size, run.config.quiet, f"Predicting {split}",
                                 run.config.window_pooling)
         if run.accelerator.is_main_process:
-            rows = prediction_rows(list(run.data.raw.test[split]["id"]), logits, run.data.labels)
+            rule = DecisionRule.from_dict(run.metadata.get("decision"))        # the model's own decisions
+            ids = list(run.data.raw.test[split]["id"])
             folder = run.output_dir / "predictions"
+            rows = prediction_rows(ids, logits, run.data.labels, rule)
             write_predictions(rows, str(folder / f"{split}.tsv"))
-            if run.data.task is not None:
+            if run.data.task is not None:                 # GLUE scores every row: no abstaining there
+                rows = prediction_rows(ids, logits, run.data.labels, rule and rule.without_abstain())
                 write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=run.data.labels,
                                   task=run.data.task)
             log.info(f"wrote {len(rows)} {split} predictions to {folder}")
@@ -113,13 +156,13 @@ def dry_run(run) -> dict:
 
     batch = next(iter(run.loaders.train))
     with torch.no_grad():
-        out = run.model(**{k: v for k, v in batch.items() if k != "labels"})
+        out = run.model(**{k: v for k, v in batch.items() if k not in ("labels", "doc")})
         loss = run.loss(out.logits, batch["labels"])
     info = {"config": run.config.to_dict(),
             "examples": {"train": len(run.data.train), **{k: len(v) for k, v in run.data.evaluation.items()}},
             "labels": run.data.labels.names or "regression", "steps_per_epoch": run.plan.steps_per_epoch,
             "total_steps": run.plan.total_steps, "epochs": run.plan.epochs, "global_batch_size": run.plan.global_batch,
-            "batch_shapes": {k: list(v.shape) for k, v in batch.items()},
+            "batch_shapes": {k: list(v.shape) for k, v in batch.items() if k != "doc"},
             "loss": round(float(loss), 4), "logits_shape": list(out.logits.shape)}
     if run.accelerator.is_main_process:
         print(yaml.safe_dump(info, sort_keys=False), end="")

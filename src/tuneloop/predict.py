@@ -10,6 +10,7 @@ import torch
 from . import tasks
 from .atomic import atomic_write_json
 from .config import TrainConfig
+from .calibrate import decided_metrics
 from .data.batching import eval_loader, make_collator
 from .data.labels import LabelSchema
 from .data.prepare import prepare_data
@@ -17,6 +18,7 @@ from .data.readers import detect_columns, file_columns
 from .data.sources import load_user_files
 from .data.long_texts import TextPolicy, default_max_length
 from .data.tokenize import Tokenize, tokenize
+from .decision import DecisionRule
 from .errors import DataError, TuneloopError
 from .evaluation import evaluate, predict_logits
 from .metrics import pool_windows
@@ -68,8 +70,17 @@ def _accelerator(cpu: bool):
     return Accelerator(cpu=cpu)
 
 
-def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -> dict:
-    """`tuneloop evaluate`: metrics of a saved model on a labeled split (the run's own by default)."""
+def decision_rule(meta: dict, labels, raw: bool) -> DecisionRule | None:
+    """The model's saved decision rule (temperature, thresholds, abstain level), unless --raw asks for plain
+    softmax/sigmoid and argmax (0.5 per label); None for regression and for folders without one."""
+    if raw or labels.problem_type == "regression":
+        return None
+    return DecisionRule.from_dict(meta.get("decision"))
+
+
+def evaluate_model(model_dir: str, overrides: dict, output: str | None = None, raw_scores: bool = False) -> dict:
+    """`tuneloop evaluate`: metrics of a saved model on a labeled split (the run's own by default), under the
+    model's decision rule unless `raw_scores`."""
     quiet = overrides.get("quiet", False)
     with command_scope(quiet):
         model, tokenizer, meta, labels = load_trained(model_dir)
@@ -86,11 +97,15 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -
         model = accelerator.prepare(model)
         task = tasks.get_task(config.task)
         names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
-        per_split = evaluate(model, loaders, accelerator, names, labels.problem_type, quiet,
-                             config.window_pooling).metrics
+        evaluation = evaluate(model, loaders, accelerator, names, labels.problem_type, quiet, config.window_pooling)
+        per_split, rule = evaluation.metrics, decision_rule(meta, labels, raw_scores)
+        if rule is not None:
+            per_split = {split: decided_metrics(rule, names, logits, gold)
+                         for split, (logits, gold) in evaluation.outputs.items()}
         results = {"model": model_dir, "task": config.task,
                    "main_metric": meta.get("main_metric") or tasks.main_metric(task, labels.problem_type),
-                   "eval": next(iter(per_split.values()))}
+                   "eval": next(iter(per_split.values())),
+                   "decision_rule": rule.describe() if rule is not None else "raw scores: argmax / 0.5"}
         if len(per_split) > 1:
             results["eval_splits"] = per_split
         if output and accelerator.is_main_process:
@@ -99,19 +114,22 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None) -
 
 
 def predict_file(model_dir: str, input_path: str, output: str, glue: bool = False, batch_size: int = 64,
-                 text_columns=None, cpu: bool = False, quiet: bool = False) -> int:
-    """`tuneloop predict --input FILE`: writes one row per input row; returns the number written."""
+                 text_columns=None, cpu: bool = False, quiet: bool = False, raw_scores: bool = False) -> int:
+    """`tuneloop predict --input FILE`: writes one row per input row, decided by the model's rule unless
+    `raw_scores` (GLUE's layout needs a label on every row: no abstaining there); returns the number written."""
     with command_scope(quiet):
         model, tokenizer, meta, labels = load_trained(model_dir)
         accelerator = _accelerator(cpu)
-        raw = load_user_files(None, None, input_path, text_columns, None,
+        data = load_user_files(None, None, input_path, text_columns, None,
                               known_text=_known_text(input_path, meta, text_columns))
         policy = text_policy(meta, tokenizer)
-        tokenized = tokenize(raw.test["test"], tokenizer, policy, raw.pair, None, "Tokenizing")
+        tokenized = tokenize(data.test["test"], tokenizer, policy, data.pair, None, "Tokenizing")
         model = accelerator.prepare(model)
         logits = predict_logits(model, tokenized, tokenizer, accelerator, labels.problem_type, batch_size, quiet,
                                 pooling=policy.pooling)
-        rows = prediction_rows(list(raw.test["test"]["id"]), logits, labels)
+        rule = decision_rule(meta, labels, raw_scores)
+        rows = prediction_rows(list(data.test["test"]["id"]), logits, labels,
+                               rule.without_abstain() if glue and rule is not None else rule)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=labels, task=tasks.get_task(meta.get("task")))
         return len(rows)
@@ -132,8 +150,9 @@ def _known_text(path: str, meta: dict, given) -> tuple | None:
     return found
 
 
-def predict_texts(model_dir: str, texts: list[str], cpu: bool = False) -> dict:
-    """One example given on the command line: the predicted label and every class's probability."""
+def predict_texts(model_dir: str, texts: list[str], cpu: bool = False, raw_scores: bool = False) -> dict:
+    """One example given on the command line: the predicted label and every class's probability (under the
+    model's decision rule unless `raw_scores`)."""
     with command_scope(quiet=True):
         model, tokenizer, meta, labels = load_trained(model_dir)
         recorded = meta.get("text_columns") or []
@@ -151,4 +170,4 @@ def predict_texts(model_dir: str, texts: list[str], cpu: bool = False) -> dict:
             logits = model(**inputs).logits.float().numpy()
         logits = pool_windows(logits, None, np.zeros(len(logits), dtype=np.int64), labels.problem_type,
                               policy.pooling)[0]
-        return prediction_rows(["0"], logits, labels)[0]
+        return prediction_rows(["0"], logits, labels, decision_rule(meta, labels, raw_scores))[0]

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .atomic import atomic_write_text
+from .decision import DecisionRule
 from .data.readers import csv_dialect
 from .errors import TuneloopError
 from .metrics import predictions_from_logits
@@ -25,22 +26,31 @@ def probabilities(logits: np.ndarray, problem_type: str) -> np.ndarray:
     return torch.softmax(x, dim=-1).numpy()
 
 
-def prediction_rows(ids, logits: np.ndarray, labels) -> list[dict]:
-    """One dict per example: id, predicted label name(s), class probabilities (or the score)."""
+def prediction_rows(ids, logits: np.ndarray, labels, rule: DecisionRule | None = None) -> list[dict]:
+    """One dict per example: id, predicted label name(s), class probabilities (or the score). With a decision
+    rule (decision.py): its calibrated probabilities, thresholds and abstain label, and a `decision_rule` column
+    that says which rule made the row; without one: raw softmax/sigmoid and argmax (0.5 per label)."""
     kind = labels.problem_type
-    probs = probabilities(logits, kind)
-    preds = predictions_from_logits(logits, kind)
+    if rule is not None and kind != "regression":
+        probs, preds, abstains = rule.probabilities(logits), rule.predictions(logits), rule.abstains(logits)
+    else:
+        probs, preds = probabilities(logits, kind), predictions_from_logits(logits, kind)
+        abstains = np.zeros(len(logits), dtype=bool)
     rows = []
     for i, row_id in enumerate(ids):
         if kind == "regression":
             rows.append({"id": row_id, "score": round(float(preds[i]), 6)})
             continue
-        if kind == "multi_label_classification":
+        if abstains[i]:
+            label = rule.abstain_label
+        elif kind == "multi_label_classification":
             label = labels.separator_join([n for n, on in zip(labels.names, preds[i]) if on])
         else:
             label = labels.names[int(preds[i])]
         rows.append({"id": row_id, "label": label,
                      **{f"prob_{n}": round(float(p), 6) for n, p in zip(labels.names, probs[i])}})
+        if rule is not None:
+            rows[-1]["decision_rule"] = rule.describe()
     return rows
 
 

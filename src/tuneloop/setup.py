@@ -12,12 +12,14 @@ from pathlib import Path
 from . import checkpoint, runfolder, system, tasks, tracking
 from .config import TrainConfig
 from .atomic import atomic_write_json
+from .calibrate import check_decision_options
 from .data import balance
 from .data.batching import eval_loader, make_collator, train_loader
 from .data.prepare import PreparedData, holds_out_validation, prepare_data
 from .data.sources import resolve_data_dir
 from .data.split import SPLIT_FILE
 from .errors import ConfigError, DataError
+from .label_issues import TrainingDynamics
 from .losses import TrainingLoss
 from .model import build_optimizer, build_scheduler, check_max_length, load_model, load_tokenizer
 from .speed import CpuLevers, use_fast_dropout
@@ -54,6 +56,7 @@ class Run:
     metadata: dict                      # model/tuneloop.json
     resumed_from: str | None
     setup_s: float
+    dynamics: TrainingDynamics | None = None   # each training row's probabilities per epoch (label_issues.py)
 
     @property
     def metric_for_best(self) -> str:
@@ -187,6 +190,16 @@ def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan) 
     return state, str(path)
 
 
+def setup_dynamics(data: PreparedData, plan: Plan, accelerator, resumed_from: str | None):
+    """Each training row's predicted probabilities per epoch, for the label-issue ranking; a resume continues
+    with the checkpoint's."""
+    dynamics = TrainingDynamics.make(data, plan.epochs, accelerator.device)
+    if dynamics is not None and resumed_from and not dynamics.load(Path(resumed_from), accelerator):
+        log.warning("this checkpoint holds no training-row probabilities (an earlier tuneloop made it): the "
+                    "label-issue ranking covers the epochs from here on")
+    return dynamics
+
+
 def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: str) -> dict:
     """model/tuneloop.json: what evaluate/predict need to use the model without repeating options."""
     data_source = {"task": config.task, "data_dir": str(Path(resolve_data_dir(config.data_dir)).resolve())
@@ -226,6 +239,7 @@ def setup(config: TrainConfig, levers: CpuLevers) -> Run:
     tokenizer = load_tokenizer(config.model)
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
+    check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     model = setup_model(config, data.labels, accelerator.device.type, levers)
     loss = setup_loss(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
@@ -241,6 +255,7 @@ def setup(config: TrainConfig, levers: CpuLevers) -> Run:
     names = metric_names(data)
     main = tasks.main_metric(data.task, data.labels.problem_type)
     run = Run(config, accelerator, output_dir, tokenizer, data, model, loss, optimizer, scheduler, loaders, plan, state,
-              names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started)
+              names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started,
+              setup_dynamics(data, plan, accelerator, resumed_from))
     describe(run)
     return run

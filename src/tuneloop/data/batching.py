@@ -69,13 +69,15 @@ def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pa
 def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None, weights=None):
     """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
     accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step.
-    `weights`: per-row sampling weights (--sampler balanced)."""
+    `weights`: per-row sampling weights (--sampler balanced). Batches carry each example's `doc` (its training row,
+    for label_issues.py); the loop takes it out before the forward pass."""
     lengths = np.asarray(ds.with_format("numpy")["length"])
     sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
                                    group=config.group_by_length, weights=weights)
     # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
     # would differ from the uninterrupted run's
-    return torch.utils.data.DataLoader(model_inputs(ds, tokenizer), batch_size=config.batch_size, sampler=sampler,
+    return torch.utils.data.DataLoader(model_inputs(ds, tokenizer, with_doc=True), batch_size=config.batch_size,
+                                       sampler=sampler,
                                        collate_fn=collator, drop_last=False, generator=torch.Generator())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -54,3 +55,31 @@ def fmt_seconds(seconds: Any) -> str:
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
 
+
+def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:
+    out = [f'<table class="{_esc(cls)}">' if cls else "<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(_cell(c, i == 0 and not header) for i, c in enumerate(row)) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _cell(value: Any, is_header: bool = False) -> str:
+    if is_header:
+        return f"<th>{_esc(value)}</th>"
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return f'<td class="num">{_esc(fmt(value))}</td>' if numeric else f"<td>{_esc(fmt(value))}</td>"
+
+
+def _figure_html(plot) -> str:
+    """A figures.Plot as an inline <figure> (or a note saying why it is not shown)."""
+    from .run import PLOTS_DIR
+
+    if plot.png is None:
+        return f'<div class="note"><strong>{_esc(plot.title)}</strong>: not shown: {_esc(plot.skipped)}.</div>'
+    data = base64.b64encode(plot.png).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(plot.title)}">'
+            f"<figcaption><strong>{_esc(plot.title)}.</strong> {_esc(plot.caption)} "
+            f"(<code>{_esc(PLOTS_DIR + '/' + plot.name + '.png')}</code>)</figcaption></figure>")

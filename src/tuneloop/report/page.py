@@ -4,23 +4,23 @@ configuration; the PNGs also go to plots/."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import csv
 import dataclasses
 import datetime
 import os
 import re
 from pathlib import Path
-from typing import Any
 
 from ..atomic import atomic_write_bytes
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
-from .fmt import _esc, fmt, fmt_metric, fmt_seconds
+from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds
+from .decision_plots import plot_decision
+from .sections import decision_section, failures_section, label_issues_section
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, PLOTS_DIR, REPORT_FILE, Run, read_run
 
-_OUR_PNG = re.compile(r"^(loss|lr|throughput|eval|eval_.+|confusion_.+|scatter_.+|label_f1_.+)\.png$")
+_OUR_PNG = re.compile(r"^(loss|lr|throughput|eval|eval_.+|confusion_.+|scatter_.+|label_f1_.+|reliability|coverage)"
+                      r"\.png$")
 CSS = """
 *{box-sizing:border-box}
 body{margin:0;background:#f6f7f9;color:#1d2330;font:14px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,
@@ -49,32 +49,6 @@ figcaption{color:#5b6475;font-size:12.5px;margin-top:6px}
 footer{margin-top:36px;color:#8a93a3;font-size:12px}
 code{background:#eef1f5;padding:0 4px;border-radius:3px;font-size:12.5px}
 """
-
-
-def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:
-    out = [f'<table class="{_esc(cls)}">' if cls else "<table>"]
-    if header:
-        out.append("<tr>" + "".join(f"<th>{_esc(h)}</th>" for h in header) + "</tr>")
-    for row in rows:
-        out.append("<tr>" + "".join(_cell(c, i == 0 and not header) for i, c in enumerate(row)) + "</tr>")
-    out.append("</table>")
-    return "\n".join(out)
-
-
-def _cell(value: Any, is_header: bool = False) -> str:
-    if is_header:
-        return f"<th>{_esc(value)}</th>"
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return f'<td class="num">{_esc(fmt(value))}</td>' if numeric else f"<td>{_esc(fmt(value))}</td>"
-
-
-def _figure_html(plot: Plot) -> str:
-    if plot.png is None:
-        return f'<div class="note"><strong>{_esc(plot.title)}</strong>: not shown: {_esc(plot.skipped)}.</div>'
-    data = base64.b64encode(plot.png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(plot.title)}">'
-            f"<figcaption><strong>{_esc(plot.title)}.</strong> {_esc(plot.caption)} "
-            f"(<code>{_esc(PLOTS_DIR + '/' + plot.name + '.png')}</code>)</figcaption></figure>")
 
 
 def _latest_evaluation(run: Run) -> tuple[int | None, dict]:
@@ -218,23 +192,6 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision"}
 
 
-def _failures(run: Run, shown: int = 10) -> list[str]:
-    """The top of errors.csv: the validation rows the model gets wrong, most confidently wrong first."""
-    path = run.folder / "errors.csv"
-    if not path.is_file():
-        return []
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    parts = ["<h2>Where the model fails</h2>"]
-    if not rows:
-        return parts + ['<div class="note">The model gets every validation row right.</div>']
-    what = "rows with the largest errors" if "abs_error" in rows[0] else "wrong rows, most confidently wrong first"
-    parts.append(f"<p>{len(rows)} {_esc(what)}; the first {min(shown, len(rows))} below, all of them in "
-                 "<code>errors.csv</code>.</p>")
-    columns = list(rows[0])
-    return parts + [_table([tuple(r[c] for c in columns) for r in rows[:shown]], header=tuple(columns))]
-
-
 def render_html(run: Run, plots: list[Plot]) -> str:
     from ..version import __version__
 
@@ -275,12 +232,14 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
 
-    parts += _failures(run)
+    parts += decision_section(run, plots)
+    parts += failures_section(run)
+    parts += label_issues_section(run)
     if results.get("train"):
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
-    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train", "per_class")}
+    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train", "per_class", "decision")}
     if other:
         parts += ["<h3>results.json</h3>", _table([(k, v) for k, v in other.items()], header=("key", "value"))]
     parts.append("<h2>Configuration</h2>")
@@ -305,7 +264,7 @@ def write_report(run_dir: str | os.PathLike) -> Path:
     run = read_run(run_dir)
     plots: list[Plot] = []
     with _style():
-        for make in (plot_loss, plot_lr, plot_evaluations, plot_predictions, plot_throughput):
+        for make in (plot_loss, plot_lr, plot_evaluations, plot_predictions, plot_decision, plot_throughput):
             made = make(run)
             plots += made if isinstance(made, list) else [made]
     plots_dir = run.folder / PLOTS_DIR

@@ -1,0 +1,82 @@
+"""The report's sections about decisions and failures: the decision rule (results.json's "decision"), the
+validation rows the model gets wrong (errors.csv) and the training rows whose label may be wrong
+(label_issues.csv)."""
+
+from __future__ import annotations
+
+import csv
+
+from .fmt import _esc, _figure_html, _table
+from .run import Run
+
+
+def failures_section(run: Run, shown: int = 10) -> list[str]:
+    """The top of errors.csv: the validation rows the model gets wrong, most confidently wrong first."""
+    path = run.folder / "errors.csv"
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    parts = ["<h2>Where the model fails</h2>"]
+    if not rows:
+        return parts + ['<div class="note">The model gets every validation row right.</div>']
+    what = "rows with the largest errors" if "abs_error" in rows[0] else "wrong rows, most confidently wrong first"
+    parts.append(f"<p>{len(rows)} {_esc(what)}; the first {min(shown, len(rows))} below, all of them in "
+                 "<code>errors.csv</code>.</p>")
+    return parts + [_rows_table(rows[:shown])]
+
+
+def decision_section(run: Run, plots: list) -> list[str]:
+    """The decision rule saved with the model, and what it does, measured out of fold (calibrate.py)."""
+    d = (run.results or {}).get("decision")
+    if not d:
+        return []
+    c = d["calibration"]
+    parts = ["<h2>Decision rule</h2>",
+             f"<p>Saved with the model and applied by <code>tuneloop predict</code> and <code>evaluate</code> "
+             f"(<code>--raw</code> shows the raw scores): <b>{_esc(d['rule'])}</b>, fitted on {_esc(d['fitted_on'])}. "
+             f"The figures below are {_esc(d['measured'])}.</p>",
+             _table([("ECE (15 bins)", c["ece_before"], c["ece_after"]), ("NLL", c["nll_before"], c["nll_after"])],
+                    header=("", "raw", f"calibrated (T = {c['temperature']:.3g})"))]
+    if "thresholds" in d:
+        t = d["thresholds"]
+        parts += [f"<h3>Thresholds for {_esc(t['objective'])}: {', '.join(f'{v:.3g}' for v in t['values'])}</h3>",
+                  _table([(k, t["at_default"][k], t["at_tuned"].get(k)) for k in t["at_default"]],
+                         header=("metric", "default cut-off", "tuned cut-off"))]
+    for note in d.get("notes", []):
+        parts.append(f'<div class="note warn">{_esc(note)}</div>')
+    a = d["abstain"]
+    rows = [(f"{level:g}", f"{coverage:.1%}", "" if accuracy is None else f"{accuracy:.4f}")
+            for level, coverage, accuracy in a["curve"]]
+    chosen = f" (chosen: {a['level']:g}, coverage {a['coverage']:.1%})" if a.get("level") is not None else ""
+    parts += [f"<h3>Abstaining{_esc(chosen)}</h3>",
+              _table(rows, header=("abstain below", "coverage", "accuracy on answered rows"))]
+    parts += [_figure_html(p) for p in plots if p.name in ("reliability", "coverage")]
+    return parts
+
+
+def label_issues_section(run: Run, shown: int = 10) -> list[str]:
+    """The top of label_issues.csv: the training rows whose given label is most probably wrong."""
+    path = run.folder / "label_issues.csv"
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return []
+    flagged = sum(r["likely_wrong"] == "True" for r in rows)
+    verdict = (f"confident learning (cleanlab) flags {flagged} as likely mislabelled" if rows[0]["likely_wrong"]
+               else "confident learning could not run on this data")
+    return ["<h2>Training rows whose label may be wrong</h2>",
+            f"<p>{len(rows)} training rows ranked by the model's mean probability of their given label over the "
+            f"training epochs (the first epoch's scored before the model learned the row), lowest first; "
+            f"{_esc(verdict)}. The first {min(shown, len(rows))} below, all of them in "
+            "<code>label_issues.csv</code>. Check them by hand: some are hard examples, not wrong ones.</p>",
+            _rows_table(rows[:shown])]
+
+
+def _rows_table(rows: list[dict], width: int = 300) -> str:
+    """A table of CSV rows, long texts cut to `width` characters."""
+    columns = list(rows[0])
+    cut = lambda v: v if len(v) <= width else v[:width] + " …"  # noqa: E731
+    return _table([tuple(cut(r[c]) for c in columns) for r in rows], header=tuple(columns))

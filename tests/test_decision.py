@@ -1,0 +1,139 @@
+"""The decision rule: temperature scaling, tuned thresholds, abstaining, and their honest measurement."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.metrics import f1_score, precision_score, recall_score
+
+from tuneloop.calibrate import fit_decision
+from tuneloop.config import parse_objective
+from tuneloop.decision import MULTI, SINGLE, DecisionRule, best_threshold, ece, fit_temperature, fit_thresholds
+
+
+def sample(n, k, temperature, seed=0):
+    """Labels drawn from softmax(z); the model reports z * temperature (over-confident when temperature > 1)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 1.5
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    labels = (p.cumsum(1) > rng.random((n, 1))).argmax(1)
+    return z * temperature, labels
+
+
+@pytest.mark.parametrize("temperature", [0.5, 2.0, 3.0])
+def test_temperature_recovers_the_generating_one(temperature):
+    logits, labels = sample(6000, 4, temperature)
+    assert fit_temperature(logits, labels, SINGLE) == pytest.approx(temperature, rel=0.1)
+
+
+def test_multi_label_temperature_and_ece_drop():
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(5000, 3)) * 2
+    labels = (rng.random(z.shape) < 1 / (1 + np.exp(-z))).astype(np.float32)
+    assert fit_temperature(z * 2.5, labels, MULTI) == pytest.approx(2.5, rel=0.1)
+    rule, report = fit_decision(z * 2.5, labels, MULTI, options(), seed=0)
+    assert report["calibration"]["ece_after"] < report["calibration"]["ece_before"] / 2
+    assert report["calibration"]["nll_after"] < report["calibration"]["nll_before"]
+
+
+def brute_force(scores, positive, metric):
+    """The best value of `metric` over every way of cutting these scores (each distinct score as a cut-off)."""
+    best = -1.0
+    for cut in [*np.unique(scores), np.inf]:
+        pred = (scores >= cut).astype(int)
+        best = max(best, metric(positive.astype(int), pred))
+    return best
+
+
+@pytest.mark.parametrize("objective", ["f1", "macro-f1", "precision@0.6", "recall@0.7"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_threshold_maximises_the_metric_on_the_fitting_rows(objective, seed):
+    rng = np.random.default_rng(seed)
+    positive = rng.random(300) < 0.3
+    scores = np.round(np.clip(rng.normal(0.35 + 0.3 * positive, 0.2), 0, 1), 2)   # ties on purpose
+    cut, met = best_threshold(scores, positive, objective)
+    pred = (scores >= cut).astype(int)
+    y = positive.astype(int)
+    name, target = parse_objective(objective)
+    if name == "f1":
+        assert f1_score(y, pred) == pytest.approx(brute_force(scores, positive, f1_score))
+    elif name == "macro-f1":
+        macro = lambda a, b: f1_score(a, b, average="macro")  # noqa: E731
+        assert macro(y, pred) == pytest.approx(brute_force(scores, positive, macro))
+    else:
+        goal, constraint = (precision_score, recall_score) if name == "precision" else (recall_score, precision_score)
+        assert met and constraint(y, pred, zero_division=0) >= target
+        best = brute_force(scores, positive, lambda a, b: goal(a, b, zero_division=0)
+                           if constraint(a, b, zero_division=0) >= target else -1)
+        assert goal(y, pred, zero_division=0) == pytest.approx(best)
+
+
+def test_unreachable_constraint_is_reported():
+    scores, positive = np.array([0.9, 0.8, 0.7]), np.array([False, True, False])
+    _, met = best_threshold(scores, positive, "precision@1.0")     # precision at recall 1.0: reachable (1/2)
+    assert met
+    _, met = best_threshold(scores, positive, "recall@0.9")        # precision ≥ 0.9: only with nothing... never
+    assert not met
+    cuts, notes = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
+    assert notes and "cannot be reached" in notes[0]
+
+
+@pytest.mark.parametrize("bad", ["f2", "precision", "recall@", "recall@1.5", "precision@0", "f1@0.5"])
+def test_bad_objectives_are_refused(bad):
+    with pytest.raises(ValueError):
+        parse_objective(bad)
+
+
+def test_rule_applies_thresholds_as_a_logit_shift_and_abstains():
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(200, 2)) * 3
+    rule = DecisionRule(kind=SINGLE, temperature=2.0, thresholds=[0.3], abstain_below=0.7)
+    p = rule.probabilities(logits)
+    assert p == pytest.approx(np.exp(logits / 2) / np.exp(logits / 2).sum(1, keepdims=True))
+    assert (rule.predictions(logits) == (p[:, 1] >= 0.3)).all()
+    decided = np.where(rule.predictions(logits) == 1, p[:, 1], p[:, 0])
+    assert (rule.abstains(logits) == (decided < 0.7)).all()
+    multi = DecisionRule(kind=MULTI, thresholds=[0.2, 0.8])
+    z = rng.normal(size=(100, 2)) * 2
+    q = 1 / (1 + np.exp(-z))
+    assert (multi.predictions(z) == (q >= [0.2, 0.8])).all()
+    assert DecisionRule.from_dict(rule.to_dict()) == rule
+    assert rule.describe() == "temperature 2; threshold 0.3 (None); abstain below 0.7"
+
+
+def options(**extra):
+    return {"calibrate": "temperature", "decision": "argmax", "objective": "f1", "abstain_below": None,
+            "abstain_label": "abstain", **extra}
+
+
+def test_reported_figures_are_cross_fitted_not_in_sample():
+    logits, labels = sample(400, 2, 2.0, seed=4)
+    rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold", abstain_below=0.8), seed=0)
+    assert report["measured"].startswith("2-fold cross-fit")
+    assert rule.thresholds and report["thresholds"]["at_tuned"]["f1"] > 0
+    # the cross-fitted tuned F1 is not the in-sample one (which is the maximum on these rows)
+    in_sample = f1_score(labels, rule.predictions(logits))
+    assert report["thresholds"]["at_tuned"]["f1"] <= in_sample + 1e-9
+    level = [row for row in report["abstain"]["curve"] if row[0] == 0.8][0]
+    assert report["abstain"]["coverage"] == level[1] and report["abstain"]["accuracy"] == level[2]
+    coverages = [row[1] for row in report["abstain"]["curve"]]
+    assert coverages == sorted(coverages, reverse=True) and coverages[0] == 1.0
+    small, small_report = fit_decision(logits[:30], labels[:30], SINGLE, options(), seed=0)
+    assert small_report["measured"].startswith("in-sample")
+
+
+def test_ece_of_a_perfectly_calibrated_sample_is_small():
+    logits, labels = sample(20000, 3, 1.0, seed=5)
+    p = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    assert ece(p, labels, SINGLE) < 0.02
+    assert ece(np.exp(3 * logits) / np.exp(3 * logits).sum(1, keepdims=True), labels, SINGLE) > 0.1
+
+
+def test_combinations_of_options_all_fit():
+    logits, labels = sample(120, 2, 1.5, seed=6)
+    for calibrate, decision in itertools.product(["none", "temperature"], ["argmax", "threshold"]):
+        rule, report = fit_decision(logits, labels, SINGLE, options(calibrate=calibrate, decision=decision))
+        assert (rule.temperature == 1.0) == (calibrate == "none")
+        assert bool(rule.thresholds) == (decision == "threshold") == ("thresholds" in report)
