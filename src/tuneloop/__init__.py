@@ -7,8 +7,9 @@ from .version import __version__
 
 def train(config: TrainConfig | None = None, *, on_step=None, **options) -> dict:
     """Fine-tune, evaluate and save; returns the contents of results.json. See `TrainConfig` for options;
-    `on_step(state)` is called after every optimizer step."""
-    from .loop import train as _train
+    `on_step(state)` is called after every optimizer step. With `seeds`, `num_seeds` or `folds`, one run per
+    seed or fold and the summary (summary.json's contents) instead."""
+    from .experiments import train as _train
 
     return _train(config, on_step=on_step, **options)
 

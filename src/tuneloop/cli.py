@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
-from .flags import add_config_arguments, options_from_namespace
+from .config import TrainConfig
 from .errors import Interrupted, TuneloopError
+from .flags import add_config_arguments, options_from_namespace
 from .version import __version__
 
 EXIT_USER_ERROR = 2
@@ -70,12 +72,33 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
     inspect.add_argument("--top", type=int, default=10, metavar="N", help="rows shown from each list (default: 10)")
 
+    search = sub.add_parser("search", help="hyperparameter search on Optuna; ends with the best model in OUT/best",
+                            formatter_class=_formatter, description="Search the options of a YAML space (e.g. `lr: "
+                            "{low: 1.0e-5, high: 2.0e-4, log: true}`, `batch_size: {choices: [16, 32]}`) with Optuna: "
+                            "TPE sampling, pruning on every evaluation, each trial a run in OUT/trials/. Workers on "
+                            "other machines join with the same --storage URL and --study NAME.")
+    search.add_argument("--space", required=True, metavar="FILE", help="YAML file: option → {low, high[, log]} or "
+                        "{choices: [...]}")
+    search.add_argument("--trials", type=int, default=12, metavar="N", help="finished (complete or pruned) trials "
+                        "the study should reach, all workers together (default: 12)")
+    search.add_argument("--storage", metavar="URL", help="Optuna storage URL, e.g. postgresql://user@host/db "
+                        "(default: a journal file OUT/study.journal)")
+    search.add_argument("--study", default="tuneloop", metavar="NAME", help="study name (default: tuneloop)")
+    search.add_argument("--pruner", default="median", choices=("median", "halving", "none"),
+                        help="stop unpromising trials at an evaluation (default: median)")
+    search.add_argument("--resume", action="store_true", help="continue a search: interrupted trials resume from "
+                        "their checkpoints, finished ones are kept")
+    add_config_arguments(search, only=SEARCH_OPTIONS)
+
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     sub.add_parser("env", help="versions, devices and the accelerate configuration (for bug reports)",
                    formatter_class=_formatter)
     return parser
 
 
+# a search's trials take every training option but those of experiments and resuming (the search has its own)
+SEARCH_OPTIONS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in (
+    "resume", "seeds", "num_seeds", "folds", "fold", "keep", "retry_collapsed", "dry_run"))
 EVAL_OPTIONS = ("task", "data_dir", "validation_file", "text_columns", "label_column", "max_length",
                 "max_eval_samples", "eval_batch_size", "cpu", "quiet", "num_proc")
 
@@ -83,13 +106,29 @@ EVAL_OPTIONS = ("task", "data_dir", "validation_file", "text_columns", "label_co
 def cmd_train(ns, on_step=None) -> int:
     from accelerate import PartialState
 
+    from .experiments import is_experiment, run_experiment
     from .loop import run_training
     from .resolve import resolve_config
 
-    results = run_training(resolve_config(config_file=ns.config, **options_from_namespace(ns)), on_step)
+    config = resolve_config(config_file=ns.config, **options_from_namespace(ns))
+    if is_experiment(config):
+        summary = run_experiment(config, on_step)
+        if PartialState().is_main_process:
+            print_experiment(summary, config.output_dir)
+        return 0
+    results = run_training(config, on_step)
     if PartialState().is_main_process and not results.get("config", {}).get("dry_run"):
         print_summary(results)
     return 0
+
+
+def print_experiment(summary: dict, output_dir: str) -> None:
+    for name, s in summary["metrics"].items():
+        interval = f"  95% [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else ""
+        print(f"{name}: {s['mean']:.4f} ± {s['std']:.4f} over {s['n']} runs{interval}")
+    if summary["collapsed"]:
+        print(f"collapsed (a single predicted class): {', '.join(summary['collapsed'])}")
+    print(f"saved: {output_dir}  (summary.json, summary.html; model of {summary['kept']} in {output_dir}/model)")
 
 
 def print_summary(results: dict) -> None:
@@ -165,6 +204,20 @@ def cmd_report(ns) -> int:
     return 0
 
 
+def cmd_search(ns, on_step=None) -> int:
+    from .resolve import resolve_config
+    from .search import SearchOptions, search
+
+    config = resolve_config(**options_from_namespace(ns))
+    summary = search(config, SearchOptions(ns.space, ns.trials, ns.storage, ns.study, ns.pruner, ns.resume), on_step)
+    print(f"{summary['finished']} finished trials ({summary['pruned']} pruned)")
+    best = summary.get("best")
+    if best:
+        print(f"best: trial {best['number']}, {best['metric']} {best['value']:.4f}, {json.dumps(best['params'])}")
+        print(f"saved: {best.get('model', best['folder'])}  (search.json, search.html in {config.output_dir})")
+    return 0
+
+
 def cmd_inspect(ns) -> int:
     from .failures import describe_failures
 
@@ -191,8 +244,8 @@ def main(argv: list[str] | None = None, *, on_step=None) -> int:
         parser.print_help()
         return EXIT_USER_ERROR
     try:
-        if ns.command == "train":
-            return cmd_train(ns, on_step)
+        if ns.command in ("train", "search"):
+            return (cmd_train if ns.command == "train" else cmd_search)(ns, on_step)
         return COMMANDS[ns.command](ns)
     except Interrupted as e:
         print(f"tuneloop {ns.command}: {e}", file=sys.stderr)

@@ -12,7 +12,6 @@ import dataclasses
 import importlib.util
 import math
 import os
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -20,6 +19,7 @@ from typing import Any, Optional
 import yaml
 
 from .errors import ConfigError
+from .values import read_options_file
 from .tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
 
 PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
@@ -36,7 +36,8 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "m
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 CALIBRATION = ("none", "temperature")               # calibrate.py / decision.py
 DECISIONS = ("argmax", "threshold")
-GROUPS = ("data", "model", "training", "evaluation", "decision", "checkpointing", "output")
+KEEP = ("best", "all")                               # experiments.py
+GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
 
 
 def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
@@ -163,6 +164,20 @@ class TrainConfig:
                                          "the predicted answer is under P (report.html plots coverage against "
                                          "accuracy to choose P)", "decision", metavar="P")
     abstain_label: str = opt("abstain", "what an abstained prediction says", "decision", metavar="LABEL")
+    # experiment (experiments.py): several runs of this configuration, summarised
+    seeds: Optional[list[int]] = opt(None, "run once per seed into OUT/seed-<s>/ and summarise (mean ± std, 95% "
+                                     "interval) in OUT/summary.json and summary.html", "experiment", metavar="N",
+                                     nargs="+")
+    num_seeds: Optional[int] = opt(None, "run N seeds: --seed, --seed + 1, ... (like --seeds)", "experiment",
+                                   metavar="N")
+    folds: Optional[int] = opt(None, "k-fold cross-validation over the training file: K runs into OUT/fold-<k>/, each "
+                               "validated on one fold (stratified like --validation-split), summarised, with "
+                               "out-of-fold predictions for every training row", "experiment", metavar="K")
+    fold: Optional[int] = opt(None, "run only fold k (1..K) of --folds K", "experiment", metavar="k")
+    keep: str = opt("best", "which runs' models an experiment keeps: best (copied to OUT/model; the others' "
+                    "model folders are removed) or all", "experiment", KEEP)
+    retry_collapsed: bool = opt(False, "rerun a seed whose model predicts a single class on validation, with the "
+                                "next unused seed", "experiment")
     # checkpointing
     save_every: Optional[str] = opt(None, "save a resumable checkpoint every N optimizer steps, or `epoch`",
                                     "checkpointing", metavar="N|epoch")
@@ -226,6 +241,16 @@ class TrainConfig:
         if self.abstain_below is not None:
             need(0 < self.abstain_below <= 1, "abstain_below",
                  f"must be a probability in (0, 1], got {self.abstain_below}")
+        if self.seeds is not None:
+            need(len(self.seeds) >= 1 and len(set(self.seeds)) == len(self.seeds), "seeds",
+                 f"give distinct seeds, got {' '.join(map(str, self.seeds))}")
+        need(not (self.seeds and self.num_seeds), "num_seeds", "give either --seeds or --num-seeds, not both")
+        need(self.num_seeds is None or self.num_seeds >= 1, "num_seeds", f"must be at least 1, got {self.num_seeds}")
+        if self.folds is not None or self.fold is not None:
+            need(self.folds is not None and self.folds >= 2, "folds", f"must be at least 2, got {self.folds}")
+            need(self.fold is None or 1 <= self.fold <= self.folds, "fold", f"must be in 1..{self.folds}")
+            need(bool(self.train_file) and not self.validation_file and not self.data_dir, "folds",
+                 "k-fold splits one --train-file (leave out --validation-file and --data-dir)")
         if self.windows is not None:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
         if self.pad_to_max_length:
@@ -233,7 +258,7 @@ class TrainConfig:
         for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
                               ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
                               ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
-                              ("decision", DECISIONS),
+                              ("decision", DECISIONS), ("keep", KEEP),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
@@ -311,59 +336,4 @@ def eval_every_parts(value) -> tuple[str, int] | None:
 
 def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--config") -> dict:
     """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"{flag}: {path} does not exist") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{flag}: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{flag}: {path} must hold a mapping of option: value")
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    out = {}
-    for key, value in data.items():
-        name = str(key).replace("-", "_")
-        if name not in known:
-            raise ConfigError(f"{flag}: {path}: unknown option {key!r}; see `tuneloop train --help`")
-        out[name] = _coerce(known[name], value, source=f"{path}: {key}")
-    return out
-
-
-# ---------------------------------------------------------------------- types (YAML and flags.py)
-def _base_type(f: dataclasses.Field):
-    hint = typing.get_type_hints(TrainConfig)[f.name] if f.name in TrainConfig.__dataclass_fields__ else f.type
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) is typing.Union and len(args) == 1:
-        hint = args[0]
-    return hint
-
-
-def _coerce(f: dataclasses.Field, value: Any, source: str):
-    """Turn a YAML/CLI value into the field's type, with a message naming the option on failure."""
-    kind = _base_type(f)
-    if value is None:
-        return None
-    try:
-        if kind is bool:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text in ("true", "yes", "1", "on"):
-                return True
-            if text in ("false", "no", "0", "off"):
-                return False
-            raise ValueError(value)
-        if typing.get_origin(kind) is list:
-            items = value if isinstance(value, (list, tuple)) else str(value).split(",")
-            return [str(v).strip() for v in items]
-        if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
-            return int(value)
-        if kind is float:
-            return float(value)
-        return str(value) if not isinstance(value, bool) else str(value).lower()
-    except (TypeError, ValueError):
-        name = getattr(kind, "__name__", str(kind))
-        raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
+    return read_options_file(path, cls, flag)

@@ -7,8 +7,9 @@ import argparse
 import dataclasses
 from typing import Any
 
-from .config import GROUPS, TrainConfig, _base_type, _coerce
+from .config import GROUPS, TrainConfig
 from .errors import ConfigError
+from .values import coerce, field_type
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None):
@@ -18,7 +19,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
         if not f.metadata.get("cli", True) or (only is not None and f.name not in only):
             continue
         flag = "--" + f.name.replace("_", "-")
-        kind = _base_type(f)
+        kind = field_type(cls, f)
         default = f.default if f.default is not dataclasses.MISSING else None
         shown = ",".join(default) if isinstance(default, list) else default
         help_text = f.metadata["help"] + (f" (default: {shown})" if shown not in (None, False) else "")
@@ -26,7 +27,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
         if kind is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
-            kwargs["type"] = _cli_type(f)
+            kwargs["type"] = _cli_type(cls, f)
             if f.metadata.get("nargs"):
                 kwargs.update(nargs=f.metadata["nargs"], const=f.metadata["const"])
             kwargs["metavar"] = f.metadata.get("metavar") or (
@@ -35,20 +36,24 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
     return parser
 
 
-def _cli_type(f: dataclasses.Field):
+def _cli_type(cls, f: dataclasses.Field):
     def convert(text: str):
         if text.lower() in ("none", "null") and f.default is None:
             return None
         try:
-            return _coerce(f, text, source="--" + f.name.replace("_", "-"))
+            return coerce(cls, f, text, source="--" + f.name.replace("_", "-"))
         except ConfigError as e:
             raise argparse.ArgumentTypeError(str(e).split(": ", 1)[1]) from None
 
-    convert.__name__ = getattr(_base_type(f), "__name__", "value")
+    convert.__name__ = getattr(field_type(cls, f), "__name__", "value")
     return convert
 
 
 def options_from_namespace(ns: argparse.Namespace, cls=TrainConfig) -> dict:
     """The options given as flags (argparse leaves the others out: their defaults are resolve.py's business)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in vars(ns).items() if k in names}
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = {k: v for k, v in vars(ns).items() if k in fields}
+    for name, value in out.items():          # `--seeds 1 2 3` and `--seeds 1,2,3`: each word gave a list
+        if fields[name].metadata.get("nargs") == "+" and value is not None:
+            out[name] = [item for part in value for item in (part if isinstance(part, list) else [part])]
+    return out

@@ -43,6 +43,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
                   "mixed_precision": cfg.mixed_precision, "device": str(acc.device)},
         "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
         "labels": run.data.labels.names,
+        "problem_type": run.data.labels.problem_type,
         "best": state.best,
         "stopped_early": state.stopped_early,
         "output_dir": str(run.output_dir),

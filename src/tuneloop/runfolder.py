@@ -12,7 +12,8 @@ from .errors import TuneloopError
 RUN_MARKER = "tuneloop-run.json"
 # what a run writes; --overwrite removes these and nothing else
 RUN_OUTPUTS = (RUN_MARKER, "config.yaml", "metrics.jsonl", "results.json", "model", "best", "checkpoints",
-               "predictions", "report.html", "plots", "tensorboard", "train.log", "split.json", "errors.csv")
+               "predictions", "report.html", "plots", "tensorboard", "train.log", "split.json", "errors.csv",
+               "label_issues.csv", "summary.json", "summary.html", "out_of_fold.csv")
 
 
 def is_run_folder(folder: str | os.PathLike) -> bool:

@@ -70,8 +70,9 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
                                     raw.source.get("train", "training data"), task)
     held = None
     if held_out and not raw.evaluation:
+        fold = (config.fold, config.folds) if config.fold is not None else None
         train, validation, held = hold_out(raw.train, labels, config.validation_split, config.split_seed,
-                                            raw.source["train"], saved_split)
+                                            raw.source["train"], saved_split, fold)
         raw.train = train if with_train else None
         raw.evaluation, raw.source["validation"] = {"validation": validation}, raw.source["train"]
         log.info(describe_split(held))

@@ -48,10 +48,29 @@ def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray
     return np.sort(train), np.sort(validation), stratified
 
 
-def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str, saved: dict | None = None):
+def fold_rows(keys: np.ndarray, fold: int, folds: int, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(training positions, validation positions, stratified?) of fold `fold` (1-based) of `folds`: every row is in
+    exactly one fold's validation part; stratified when every stratum has at least `folds` rows."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    positions = np.arange(len(keys))
+    stratified = min(Counter(keys).values()) >= folds
+    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed) if stratified else \
+        KFold(folds, shuffle=True, random_state=seed)
+    train, validation = list(splitter.split(positions, keys if stratified else None))[fold - 1]
+    return np.sort(train), np.sort(validation), stratified
+
+
+def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str, saved: dict | None = None,
+             fold: tuple[int, int] | None = None):
     """(training part, validation part, record) of the canonical table `train`. `saved`: a record of this run
-    folder's split.json, whose rows are taken as they are (the file must be unchanged)."""
+    folder's split.json, whose rows are taken as they are (the file must be unchanged). `fold` (k, K): the
+    validation part is the k-th of K cross-validation folds instead of a `fraction`."""
     n = len(train)
+    if fold is not None:
+        fraction = 1 / fold[1]
+        if n < fold[1]:
+            raise DataError(f"{source}: {n} row(s) are too few for {fold[1]} folds; give more rows or fewer --folds")
     n_validation = math.ceil(n * fraction)
     if n_validation < 1 or n - n_validation < 1:
         raise DataError(f"{source}: {n} row(s) are too few to hold out {fraction:g} of them for validation; give "
@@ -66,11 +85,14 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
         how = saved["stratified_by"]
     else:
         keys, how = stratify_keys(train["label"], schema, n_validation)
-        train_rows, validation, stratified = split_rows(keys, fraction, seed)
+        train_rows, validation, stratified = split_rows(keys, fraction, seed) if fold is None else \
+            fold_rows(keys, fold[0], fold[1], seed)
         if not stratified:
             how = "none (too few rows per stratum)"
     record = {"fraction": fraction, "seed": seed, "stratified_by": how, "source": source,
               "source_signature": signature, "train": train_rows.tolist(), "validation": validation.tolist()}
+    if fold is not None:
+        record["fold"] = list(fold)
     return train.select(train_rows), train.select(validation), record
 
 
@@ -83,6 +105,7 @@ def file_signature(path: str) -> list | None:
 
 
 def describe(record: dict) -> str:
+    share = f"fold {record['fold'][0]} of {record['fold'][1]}" if record.get("fold") else f"{record['fraction']:g}"
     return (f"validation: {len(record['validation'])} of {len(record['validation']) + len(record['train'])} rows of "
-            f"{os.path.basename(record['source'])} held out ({record['fraction']:g}, stratified by "
+            f"{os.path.basename(record['source'])} held out ({share}, stratified by "
             f"{record['stratified_by']}, --split-seed {record['seed']}); give --validation-file to use your own")

@@ -251,6 +251,11 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
     parts.append(f"<footer>Written by tuneloop {_esc(__version__)} on {_esc(now)}. Plots are also in "
                  f"<code>{_esc(PLOTS_DIR)}/</code> beside this file.</footer>")
+    return html_page(title, parts)
+
+
+def html_page(title: str, parts: list[str]) -> str:
+    """A self-contained page in the report's style (summary.html and search.html use it too)."""
     body = "\n".join(parts)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{_esc(title)}</title>\n'

@@ -1,0 +1,72 @@
+"""summary.html: an experiment's page (experiments.py): every metric as mean ± std with its 95% interval, the
+per-run values, collapsed runs, the kept model, and a dot plot of the main metric per run."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from ..atomic import atomic_write_bytes
+from .figures import Plot, _figure, _png, _style
+from .fmt import _esc, _figure_html, _table
+from .page import html_page
+
+SUMMARY_PAGE = "summary.html"
+
+
+def _dots(summary: dict) -> Plot:
+    metric = summary["main_metric"]
+    stats = summary["metrics"][metric]
+    plot = Plot("summary", f"{metric} per run", "")
+    fig = _figure((6.4, 2.6))
+    ax = fig.add_subplot()
+    names = [r["name"] for r in summary["runs"]]
+    values = [r["eval"].get(metric) for r in summary["runs"]]
+    colours = ["#d62728" if r["collapsed"] else "#1f77b4" for r in summary["runs"]]
+    ax.scatter(values, [0] * len(values), c=colours, s=40, zorder=3)
+    for name, value in zip(names, values):
+        ax.annotate(name, (value, 0), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7,
+                    rotation=45)
+    ax.axvline(stats["mean"], color="#444444", linewidth=1, label=f"mean {stats['mean']:.4f}")
+    if stats["ci95"]:
+        ax.axvspan(*stats["ci95"], color="#1f77b4", alpha=0.12, label="95% interval of the mean")
+    ax.set_yticks([])
+    ax.set_xlabel(metric)
+    ax.legend(loc="lower right", fontsize=7)
+    plot.caption = "Each dot is one run's final validation value (red: collapsed to a single class)."
+    plot.png = _png(fig)
+    return plot
+
+
+def write_summary_page(out: Path, summary: dict) -> Path:
+    kind = "seeds" if summary["kind"] == "seeds" else "folds"
+    parts = [f"<h1>tuneloop experiment: {len(summary['runs'])} runs over {kind}</h1>",
+             f'<p class="sub">{_esc(Path(out).resolve())}</p>']
+    for name in summary["collapsed"]:
+        parts.append(f'<div class="note warn">{_esc(name)} collapsed: its model predicts a single class on '
+                     "validation.</div>")
+    rows = [(k, f"{s['mean']:.4f} ± {s['std']:.4f}",
+             f"[{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else "", s["n"])
+            for k, s in summary["metrics"].items()]
+    parts += ["<h2>Metrics</h2>", _table(rows, header=("metric", "mean ± std", "95% interval of the mean", "runs"))]
+    metrics = list(summary["metrics"])
+    parts += ["<h2>Runs</h2>", _table([(r["name"], *[r["eval"].get(k) for k in metrics],
+                                        "collapsed" if r["collapsed"] else "", r.get("replaced_by", ""))
+                                       for r in summary["runs"]], header=("run", *metrics, "", "replaced by"))]
+    parts.append(f"<p>Kept as <code>model/</code>: <b>{_esc(summary['kept'])}</b> (best "
+                 f"{_esc(summary['metric_for_best'])} on validation; --keep {_esc(summary['keep'])}). Each run's own "
+                 "report is in its folder.</p>")
+    if summary.get("out_of_fold"):
+        o = summary["out_of_fold"]
+        parts.append(f"<p>Out-of-fold predictions of all {o['rows']} training rows: <code>{_esc(o['file'])}</code>"
+                     + (f"; training labels ranked by them in <code>label_issues.csv</code> (cleanlab flags "
+                        f"{o['label_issues']['flagged']})" if o.get("label_issues") else "") + ".</p>")
+    with _style():
+        dots = _dots(summary)
+    atomic_write_bytes(Path(out) / "plots" / f"{dots.name}.png", dots.png)
+    parts.append(_figure_html(dots))
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    parts.append(f"<footer>Written on {_esc(now)}.</footer>")
+    path = Path(out) / SUMMARY_PAGE
+    atomic_write_bytes(path, html_page("tuneloop experiment", parts).encode("utf-8"))
+    return path
