@@ -17,14 +17,16 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tuneloop"
 LAYERS = [
     ["version", "errors", "atomic", "system", "tasks", "values", "config", "flags", "resolve", "sample_data"],
     ["data", "data.readers", "data.sources", "data.labels", "data.split", "data.balance", "data.long_texts",
-     "data.tokenize", "data.batching", "data.prepare", "model", "losses", "metrics", "decision", "speed", "tracking"],
+     "data.tokenize", "data.batching", "data.prepare", "model", "onnx_backend", "losses", "metrics", "decision",
+     "speed", "tracking"],
     ["evaluation", "calibrate", "predictions", "failures", "label_issues", "state", "checkpoint", "runfolder",
      "signals", "scope", "report", "report.run", "report.fmt", "report.figures", "report.prediction_plots",
      "report.decision_plots", "report.sections", "report.summary", "report.search_page",
      "report.page", "report.card"],
     ["setup", "outputs"],
     ["loop"],
-    ["predict", "launch", "envinfo", "experiments", "folds", "search", "cli", "__main__", "__init__"],
+    ["predict", "launch", "envinfo", "experiments", "folds", "search", "export", "serve", "cli", "__main__",
+     "__init__"],
 ]
 LAYER = {name: i for i, names in enumerate(LAYERS) for name in names}
 

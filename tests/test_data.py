@@ -136,7 +136,7 @@ def test_collator_pads_each_batch_to_its_longest(tiny_model, mrpc_dir):
     loader = train_loader(data.train, tok, config, make_collator(tok, False, None))
     lengths = np.asarray(data.train["length"])
     for batch in list(loader)[:5]:
-        assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
+        assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels", "doc"}
         width = batch["input_ids"].shape[1]
         assert batch["input_ids"].shape[0] == 8 and batch["labels"].dtype == torch.long
         assert batch["attention_mask"].sum(1).max() == width      # padded to the longest in the batch

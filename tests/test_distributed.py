@@ -87,7 +87,7 @@ def test_two_processes_count_each_validation_example_once(two_process_run, tiny_
     from tuneloop.cli import main
 
     target = tmp_path / "single.json"
-    assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet"]) == 0
+    assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet", "--raw"]) == 0
     single = json.loads(target.read_text())["eval"]
     for key in ("accuracy", "f1", "loss"):
         assert results["eval"][key] == pytest.approx(single[key], abs=1e-5)

@@ -133,7 +133,7 @@ SPACE = "lr: {low: 1.0e-3, high: 1.0e-2, log: true}\nwarmup_ratio: {low: 0.0, hi
 def search_args(tiny_model, train_csv, out, space, trials=4, *extra):
     return ["search", "--space", str(space), "--trials", str(trials), "--model", tiny_model, "--train-file",
             str(train_csv), "--output-dir", str(out), "--epochs", "2", "--eval-every", "2/epoch", "--quiet",
-            "--mixed-precision", "no", "--batch-size", "8", *extra]
+            "--mixed-precision", "no", "--batch-size", "8", "--max-train-samples", "80", *extra]
 
 
 @pytest.fixture

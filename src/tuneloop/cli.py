@@ -90,6 +90,34 @@ def build_parser() -> argparse.ArgumentParser:
                         "their checkpoints, finished ones are kept")
     add_config_arguments(search, only=SEARCH_OPTIONS)
 
+    export = sub.add_parser("export", help="export a trained model to ONNX (int8 optional), checked against PyTorch",
+                            formatter_class=_formatter, description="Export RUN_DIR/model (or a model folder) to "
+                            "ONNX with dynamic batch and sequence axes; with --quantize int8, dynamic int8 weights. "
+                            "The export is evaluated on the run's validation data beside the PyTorch model and "
+                            "refused when the main metric drops by more than 0.5 points (or --allow-drop X).")
+    export.add_argument("source", metavar="RUN_OR_MODEL", help="a run folder or a model folder")
+    export.add_argument("--output", required=True, metavar="DIR", help="the exported model folder")
+    export.add_argument("--format", default="onnx", choices=("onnx",), help="(default: onnx)")
+    export.add_argument("--quantize", choices=("int8",), help="dynamic int8 quantization (ONNX Runtime)")
+    export.add_argument("--allow-drop", type=float, metavar="POINTS", help="the largest drop of the main metric "
+                        "accepted, in points (default 0.5; a drop over 0.5 within POINTS is a warning)")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
+    export.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    serve = sub.add_parser("serve", help="serve a model over HTTP (JSON) with dynamic batching",
+                           formatter_class=_formatter, description="POST /predict {\"texts\": ...}, GET /health, "
+                           "GET /metadata, GET /stats. Requests are batched (up to --max-batch-size rows or "
+                           "--max-wait-ms) and run on PyTorch, or ONNX Runtime for an exported folder.")
+    serve.add_argument("model", metavar="MODEL_DIR", help="a model folder (RUN/model) or an exported one")
+    serve.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="(default: 8000)")
+    serve.add_argument("--max-batch-size", type=int, default=32, metavar="N", help="rows per batch (default: 32)")
+    serve.add_argument("--max-wait-ms", type=float, default=5.0, metavar="MS", help="how long the first request of "
+                       "a batch waits for others (default: 5)")
+    serve.add_argument("--max-rows", type=int, default=256, metavar="N", help="rows per request (default: 256)")
+    serve.add_argument("--max-body-kb", type=int, default=1024, metavar="KB", help="request size (default: 1024)")
+    serve.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's)")
+
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     sub.add_parser("env", help="versions, devices and the accelerate configuration (for bug reports)",
                    formatter_class=_formatter)
@@ -218,6 +246,31 @@ def cmd_search(ns, on_step=None) -> int:
     return 0
 
 
+def cmd_export(ns) -> int:
+    from .export import export_model
+
+    report = export_model(ns.source, ns.output, ns.quantize, ns.allow_drop, ns.overwrite, ns.quiet)
+    g, main = report["gate"], report["gate"]["main_metric"]
+    print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
+    print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "
+          f"{g['pytorch'][main]:.4f} PyTorch (drop {g['drop_points']:.2f} points, allowed "
+          f"{g['allowed_drop_points']:g}); largest logit difference {g['max_logit_difference']:.2e}; "
+          f"{g['prediction_agreement']:.2%} same predictions: {g['verdict']}")
+    return 0
+
+
+def cmd_serve(ns) -> int:
+    from .serve import serve
+
+    for name in ("max_batch_size", "max_rows", "max_body_kb"):
+        if getattr(ns, name) < 1:
+            raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
+    if ns.max_wait_ms < 0:
+        raise TuneloopError("--max-wait-ms: must be >= 0")
+    serve(ns.model, ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads)
+    return 0
+
+
 def cmd_inspect(ns) -> int:
     from .failures import describe_failures
 
@@ -233,7 +286,7 @@ def cmd_env(ns) -> int:
 
 
 COMMANDS = {"train": cmd_train, "report": cmd_report, "env": cmd_env, "evaluate": cmd_evaluate, "predict": cmd_predict,
-            "tasks": cmd_tasks, "inspect": cmd_inspect}
+            "tasks": cmd_tasks, "inspect": cmd_inspect, "export": cmd_export, "serve": cmd_serve}
 
 
 def main(argv: list[str] | None = None, *, on_step=None) -> int:

@@ -58,6 +58,8 @@ def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict
     """Run every planned run (skipping finished ones on --resume), then summarise into OUT/."""
     from accelerate import PartialState
 
+    if config.dry_run:
+        raise ConfigError("--dry-run checks a single run: leave out --seeds / --num-seeds / --folds")
     out = Path(config.output_dir)
     check_run_folder(out, config.overwrite, resume=config.resume is not None)
     base = config.replace(seeds=None, num_seeds=None)

@@ -23,22 +23,28 @@ from .errors import DataError, TuneloopError
 from .evaluation import evaluate, predict_logits
 from .metrics import pool_windows
 from .model import load_tokenizer, read_metadata, resolve_model
+from .onnx_backend import OnnxModel, is_onnx_folder
 from .predictions import prediction_rows, write_predictions
 from .scope import command_scope
 
 
 def load_trained(model_dir: str):
-    """(model, tokenizer, metadata, LabelSchema) of a saved model; plain transformers folders work too."""
-    from transformers import AutoModelForSequenceClassification
+    """(model, tokenizer, metadata, LabelSchema) of a saved model: a tuneloop model folder, a plain transformers
+    folder, or a folder `tuneloop export` wrote (model.onnx, run by ONNX Runtime)."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model(model_dir)
     tokenizer = load_tokenizer(model_dir)
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(path)
+        if is_onnx_folder(path):
+            model, config = OnnxModel(path), AutoConfig.from_pretrained(path)
+        else:
+            model = AutoModelForSequenceClassification.from_pretrained(path)
+            config = model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
     meta = read_metadata(path)
-    labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(model.config)
+    labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(config)
     return model, tokenizer, meta, labels
 
 
@@ -81,6 +87,11 @@ def decision_rule(meta: dict, labels, raw: bool) -> DecisionRule | None:
 def evaluate_model(model_dir: str, overrides: dict, output: str | None = None, raw_scores: bool = False) -> dict:
     """`tuneloop evaluate`: metrics of a saved model on a labeled split (the run's own by default), under the
     model's decision rule unless `raw_scores`."""
+    return evaluation_of(model_dir, overrides, output, raw_scores)[0]
+
+
+def evaluation_of(model_dir: str, overrides: dict, output: str | None = None, raw_scores: bool = False):
+    """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two."""
     quiet = overrides.get("quiet", False)
     with command_scope(quiet):
         model, tokenizer, meta, labels = load_trained(model_dir)
@@ -110,7 +121,7 @@ def evaluate_model(model_dir: str, overrides: dict, output: str | None = None, r
             results["eval_splits"] = per_split
         if output and accelerator.is_main_process:
             atomic_write_json(output, results)
-        return results
+        return results, evaluation
 
 
 def predict_file(model_dir: str, input_path: str, output: str, glue: bool = False, batch_size: int = 64,

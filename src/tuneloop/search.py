@@ -119,10 +119,11 @@ def open_study(out: Path, options: SearchOptions, seed: int):
               "halving": optuna.pruners.SuccessiveHalvingPruner(), "none": optuna.pruners.NopPruner()}[options.pruner]
     study = optuna.create_study(study_name=options.study, storage=storage, load_if_exists=True,
                                 direction="maximize", pruner=pruner)
-    # each worker its own random stream (a second worker joins a study that already has trials); constant_liar
-    # keeps concurrent workers from sampling next to each other's running trials
-    study.sampler = optuna.samplers.TPESampler(seed=seed + len(study.get_trials(deepcopy=False)),
-                                               constant_liar=True)
+    # one worker on a new study samples reproducibly from --seed; a worker joining a study, or any worker of a
+    # shared storage, gets its own random stream; constant_liar keeps concurrent workers from sampling next to
+    # each other's running trials
+    offset = os.getpid() if options.storage else len(study.get_trials(deepcopy=False))
+    study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
     return study
 
 
@@ -180,15 +181,12 @@ class Objective:
         trial.set_user_attr("pid", os.getpid())
         config = self.base.replace(**params, output_dir=folder, resume=resume, overwrite=True,
                                    save_every=self.base.save_every or "epoch", keep_last=1)
-        metric = [None]
-
         def report(state):
             if self.on_step is not None:
                 self.on_step(state)
             if state.history and state.history[-1]["step"] == state.step:
                 best = state.best["metric"]
                 value = next(iter(state.history[-1]["results"].values()))[best]
-                metric[0] = best
                 trial.report(-value if lower_is_better(best) else value,
                              round(state.history[-1]["epoch"] * PRUNE_RESOLUTION))
                 if trial.should_prune():

@@ -1,0 +1,209 @@
+"""Shipping the model: ONNX export (fp32 equal to PyTorch, int8 behind an accuracy gate), predict/evaluate on the
+exported folder, and `tuneloop serve` (a real uvicorn server on 127.0.0.1) with dynamic batching, 4xx for bad
+requests, and draining on SIGTERM."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tuneloop
+from tuneloop import export as export_module
+from tuneloop.cli import main
+from tuneloop.onnx_backend import OnnxModel
+
+from conftest import fast_options, write_mrpc_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tiny_model, tmp_path_factory):
+    data = write_mrpc_folder(tmp_path_factory.mktemp("ship") / "MRPC")
+    out = tmp_path_factory.mktemp("ship-run") / "run"
+    tuneloop.train(**fast_options(tiny_model), task="mrpc", data_dir=str(data), output_dir=str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def exported(run_dir, tmp_path_factory):
+    target = tmp_path_factory.mktemp("onnx") / "fp32"
+    assert main(["export", str(run_dir), "--output", str(target), "--quiet"]) == 0
+    return target
+
+
+def test_fp32_export_gives_pytorchs_logits(run_dir, exported):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(run_dir / "model")
+    model = AutoModelForSequenceClassification.from_pretrained(run_dir / "model").eval()
+    batch = tok(["alpha cat dog", "beta", "red green blue bird fish"], ["the alpha", "cat beta dog", "x"],
+                padding=True, return_tensors="pt")
+    with torch.no_grad():
+        expected = model(**batch).logits.numpy()
+    got = OnnxModel(exported)(**batch).logits.numpy()
+    assert np.abs(got - expected).max() < 1e-4
+    report = json.loads((exported / "export_report.json").read_text())
+    assert report["gate"]["verdict"] == "pass" and report["gate"]["max_logit_difference"] < 1e-4
+    assert report["gate"]["pytorch"]["accuracy"] == pytest.approx(report["gate"]["exported"]["accuracy"])
+    meta = json.loads((exported / "tuneloop.json").read_text())
+    assert meta["export"]["format"] == "onnx" and "decision" in meta and "labels" in meta
+
+
+def test_evaluate_and_predict_take_the_exported_folder(run_dir, exported, tmp_path):
+    a, b = tmp_path / "torch.json", tmp_path / "onnx.json"
+    assert main(["evaluate", "--model", str(run_dir / "model"), "--output", str(a), "--quiet"]) == 0
+    assert main(["evaluate", "--model", str(exported), "--output", str(b), "--quiet"]) == 0
+    ours, theirs = json.loads(a.read_text()), json.loads(b.read_text())
+    for key in ("accuracy", "f1", "loss"):
+        assert theirs["eval"][key] == pytest.approx(ours["eval"][key], abs=1e-4)
+    assert theirs["decision_rule"] == ours["decision_rule"]
+
+
+def test_int8_export_and_the_gate(run_dir, tmp_path, monkeypatch, capsys):
+    target = tmp_path / "int8"
+    assert main(["export", str(run_dir), "--output", str(target), "--quantize", "int8", "--quiet"]) == 0
+    report = json.loads((target / "export_report.json").read_text())
+    assert report["quantize"] == "int8" and report["gate"]["rows"] == 60
+    assert "gate on 60 validation rows" in capsys.readouterr().out
+    real = export_module.evaluation_of
+
+    main_metric = report["gate"]["main_metric"]
+
+    def worse(model_dir, overrides, output=None, raw_scores=False):     # the exported model scores 2 points lower
+        results, evaluation = real(model_dir, overrides, output, raw_scores)
+        if Path(model_dir).name != "model":
+            split = next(iter(evaluation.metrics))
+            evaluation.metrics[split] = {**evaluation.metrics[split],
+                                         main_metric: evaluation.metrics[split][main_metric] - 0.02}
+        return results, evaluation
+
+    monkeypatch.setattr(export_module, "evaluation_of", worse)
+    refused = tmp_path / "refused"
+    assert main(["export", str(run_dir), "--output", str(refused), "--quantize", "int8", "--quiet"]) == 2
+    assert f"export refused: {main_metric}" in capsys.readouterr().err and not refused.exists()
+    assert main(["export", str(run_dir), "--output", str(refused), "--quantize", "int8", "--quiet",
+                 "--allow-drop", "0.001"]) == 2                         # a tiny allowed drop, exceeded
+    assert not refused.exists()
+    assert main(["export", str(run_dir), "--output", str(refused), "--quiet", "--allow-drop", "3"]) == 0
+    assert json.loads((refused / "export_report.json").read_text())["gate"]["verdict"] == "warn"
+
+
+# ---------------------------------------------------------------------------------------------- serve
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model: Path, *flags: str):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tuneloop", "serve", str(model), "--port",
+                                      str(self.port), *flags], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        end = time.monotonic() + 90
+        while True:
+            try:
+                self.get("/health")
+                return
+            except OSError:
+                assert self.proc.poll() is None, self.proc.stderr.read()[-2000:]
+                assert time.monotonic() < end, "the server did not start in time"
+                time.sleep(0.2)
+
+    def get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.url + path, timeout=30) as r:
+            return json.loads(r.read())
+
+    def post(self, body) -> tuple[int, dict]:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + "/predict", data=data, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server(exported):
+    s = Server(exported, "--max-wait-ms", "150", "--max-rows", "4", "--max-body-kb", "1")
+    yield s
+    s.stop()
+
+
+def test_serve_answers_like_predict(server, exported, capsys):
+    assert server.get("/health") == {"status": "ok"}
+    meta = server.get("/metadata")
+    assert meta["labels"] == ["not_equivalent", "equivalent"] and meta["backend"] == "onnx"
+    assert meta["text_columns"] == ["sentence1", "sentence2"] and meta["decision_rule"]["temperature"] > 0
+    status, body = server.post({"texts": [["the cat sat", "a alpha cat sat"], ["dog red", "beta dog"]]})
+    assert status == 200 and len(body["predictions"]) == 2 and body["decision_rule"].startswith("temperature")
+    capsys.readouterr()
+    assert main(["predict", "--model", str(exported), "the cat sat", "a alpha cat sat"]) == 0
+    single = json.loads(capsys.readouterr().out)
+    first = body["predictions"][0]
+    assert first["label"] == single["label"]
+    assert first["probabilities"]["equivalent"] == pytest.approx(single["prob_equivalent"], abs=1e-5)
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ({"text": "x"}, 400, '"texts"'),
+    ({"texts": []}, 400, "non-empty"),
+    ({"texts": ["only one text"]}, 400, "reads pairs"),
+    ({"texts": [["a", "b", "c"]]}, 400, "row 1: give a text or a [first, second] pair"),
+    ({"texts": [["a", "  "]]}, 400, "row 1: empty text"),
+    ({"texts": [["a", "b"]] * 5}, 413, "at most 4"),
+    ({"texts": [["a" * 2000, "b"]]}, 413, "bytes; at most 1024"),
+    (b"{not json", 400, "not JSON"),
+])
+def test_bad_requests_get_4xx_and_the_server_keeps_serving(server, body, status, message):
+    got, answer = server.post(body)
+    assert got == status and message in answer["error"]
+    assert server.get("/health") == {"status": "ok"}
+
+
+def test_concurrent_requests_are_batched(server):
+    before = server.get("/stats")
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda i: server.post({"texts": [[f"cat {i}", "alpha dog"]]}), range(12)))
+    assert all(status == 200 and len(body["predictions"]) == 1 for status, body in answers)
+    after = server.get("/stats")
+    assert after["requests"] - before["requests"] == 12
+    assert max(int(k) for k in after["rows_per_batch"]) > 1            # several requests shared a batch
+    assert after["batches"] - before["batches"] < 12
+
+
+def test_sigterm_finishes_the_requests_in_flight(exported):
+    s = Server(exported, "--max-wait-ms", "1500", "--max-batch-size", "64")
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        futures = [pool.submit(s.post, {"texts": [[f"red {i}", "beta"]]}) for i in range(6)]
+        time.sleep(0.5)                                   # all six are waiting for their batch
+        s.proc.send_signal(signal.SIGTERM)
+        answers = [f.result(timeout=60) for f in futures]
+    assert [status for status, _ in answers] == [200] * 6
+    # uvicorn exits by re-raising the signal it handled (so the exit status tells how it ended)
+    assert s.proc.wait(timeout=60) in (0, -signal.SIGTERM)
+    assert "Traceback" not in s.proc.stderr.read()
