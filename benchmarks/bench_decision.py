@@ -90,7 +90,7 @@ def test_scores(model_dir: str, test_csv: str, work: str, kind: str) -> dict:
             result[name] = {"f1_micro": round(f1_score(y, pred, average="micro"), 4),
                             "f1_macro": round(f1_score(y, pred, average="macro", zero_division=0), 4)}
         else:
-            result[name] = {"f1": round(f1_score(labels, pred), 4),
+            result[name] = {"f1": round(f1_score(labels, pred, pos_label=rule.positive), 4),
                             "accuracy": round(float(np.mean(pred == labels)), 4)}
     result["abstain"] = coverage_curve(rule.probabilities(logits), labels, kind, rule.predictions(logits),
                                        (0.0, *LEVELS))
@@ -112,7 +112,8 @@ def main(argv=None) -> int:
     for name in [s for s in args.sets.split(",") if s]:
         work = tempfile.mkdtemp(prefix=f"bench_decision_{name}_")
         data = write_mrpc(args.data_dir, work) if name == "mrpc" else write_debtags(work)
-        extra = ["--label-separator", "|", "--max-length", "128"] if name == "debtags" else []
+        extra = ["--label-separator", "|", "--max-length", "128"] if name == "debtags" else \
+            ["--positive-label", "equivalent"]
         run_dir = os.path.join(work, "run")
         cmd = [sys.executable, "-m", "tuneloop", "train", "--train-file", os.path.join(work, "train.csv"),
                "--validation-file", os.path.join(work, "validation.csv"), "--seed", str(args.seed), "--output-dir",

@@ -137,3 +137,15 @@ def test_combinations_of_options_all_fit():
         rule, report = fit_decision(logits, labels, SINGLE, options(calibrate=calibrate, decision=decision))
         assert (rule.temperature == 1.0) == (calibrate == "none")
         assert bool(rule.thresholds) == (decision == "threshold") == ("thresholds" in report)
+
+
+def test_the_positive_class_can_be_either():
+    logits, labels = sample(400, 2, 1.0, seed=7)
+    for positive in (0, 1):
+        rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold", positive=positive))
+        assert rule.positive == positive and report["thresholds"]["positive"] == positive
+        p = rule.probabilities(logits)[:, positive]
+        decided = rule.predictions(logits)
+        assert ((decided == positive) == (p >= rule.thresholds[0])).all()
+        assert report["thresholds"]["at_default"]["f1"] == pytest.approx(
+            f1_score(labels, logits.argmax(1), pos_label=positive), abs=1e-4)

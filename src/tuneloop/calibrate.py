@@ -36,15 +36,15 @@ def _fit(logits, labels, kind, options) -> DecisionRule:
     """The rule fitted on these rows."""
     temperature = fit_temperature(logits, labels, kind) if options["calibrate"] == "temperature" else 1.0
     rule = DecisionRule(kind=kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
-                        abstain_label=options["abstain_label"])
+                        abstain_label=options["abstain_label"], positive=options.get("positive", 1))
     if options["decision"] == "threshold":
         rule.thresholds, rule.notes = fit_thresholds(rule.probabilities(logits), labels, kind,
-                                                     options["objective"])
+                                                     options["objective"], rule.positive)
         rule.objective = options["objective"]
     return rule
 
 
-def _decision_metrics(predictions: np.ndarray, labels: np.ndarray, kind: str) -> dict:
+def _decision_metrics(predictions: np.ndarray, labels: np.ndarray, kind: str, positive: int = 1) -> dict:
     from sklearn.metrics import f1_score, precision_score, recall_score
 
     if kind == MULTI:
@@ -57,9 +57,9 @@ def _decision_metrics(predictions: np.ndarray, labels: np.ndarray, kind: str) ->
     out = {"accuracy": float(np.mean(predictions == y)),
            "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0)}
     if len(np.unique(np.r_[y, predictions])) <= 2 and max(y.max(), predictions.max()) <= 1:
-        out.update(f1=f1_score(y, predictions, zero_division=0.0),
-                   precision=precision_score(y, predictions, zero_division=0.0),
-                   recall=recall_score(y, predictions, zero_division=0.0))
+        out.update(f1=f1_score(y, predictions, pos_label=positive, zero_division=0.0),
+                   precision=precision_score(y, predictions, pos_label=positive, zero_division=0.0),
+                   recall=recall_score(y, predictions, pos_label=positive, zero_division=0.0))
     return out
 
 
@@ -91,8 +91,9 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str, options: dic
               "reliability": {"before": reliability(raw, labels, kind), "after": reliability(probs, labels, kind)}}
     if rule.thresholds:
         report["thresholds"] = {"objective": rule.objective, "values": rule.thresholds,
-                                "at_default": _rounded(_decision_metrics(default, labels, kind)),
-                                "at_tuned": _rounded(_decision_metrics(tuned, labels, kind))}
+                                "positive": rule.positive,
+                                "at_default": _rounded(_decision_metrics(default, labels, kind, rule.positive)),
+                                "at_tuned": _rounded(_decision_metrics(tuned, labels, kind, rule.positive))}
     curve = coverage_curve(probs, labels, kind, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:
@@ -128,6 +129,9 @@ def check_decision_options(config, labels) -> None:
     """Refuse, before training, decision options this data cannot use."""
     from .errors import ConfigError
 
+    if config.positive_label is not None and config.positive_label not in labels.names:
+        raise ConfigError(f"--positive-label {config.positive_label!r}: not a label of this data "
+                          f"({', '.join(labels.names)})")
     if config.decision == "threshold" and labels.problem_type == "single_label_classification" \
             and labels.num_labels != 2:
         raise ConfigError(f"--decision threshold: needs two classes (a cut-off on the second) or multi-label data; "

@@ -21,7 +21,8 @@ STATE_FILE = "tuneloop_state.json"      # written last: its presence marks a com
 RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size", "max_eval_samples",
                      "log_every", "report_to", "quiet", "save_every", "keep_last", "predict_test", "metric_for_best",
                      "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches",
-                     "calibrate", "decision", "optimize_threshold_for", "abstain_below", "abstain_label"}
+                     "calibrate", "decision", "optimize_threshold_for", "abstain_below", "abstain_label",
+                     "positive_label"}
 
 
 def checkpoint_name(step: int) -> str:

@@ -153,13 +153,16 @@ class TrainConfig:
                          "NLL) so that the probabilities mean what they say; none: raw softmax/sigmoid", "decision",
                          CALIBRATION)
     decision: str = opt("argmax", "how probabilities become labels: argmax (multi-label: 0.5 per label), or "
-                        "threshold: one cut-off on the second label's probability (binary tasks) or one per label "
+                        "threshold: one cut-off on the positive class's probability (binary tasks) or one per label "
                         "(multi-label), chosen on the validation rows for --optimize-threshold-for", "decision",
                         DECISIONS)
     optimize_threshold_for: str = opt("f1", "what --decision threshold maximises: f1 (of the positive class; of each "
                                       "label), macro-f1, precision@R (the best precision at recall >= R) or "
                                       "recall@P (the best recall at precision >= P)", "decision",
                                       metavar="f1|macro-f1|precision@R|recall@P")
+    positive_label: Optional[str] = opt(None, "binary tasks: the class whose probability --decision threshold cuts and "
+                                        "whose F1/precision/recall it optimises (default: the second label, e.g. 1 "
+                                        "or `yes`)", "decision", metavar="LABEL")
     abstain_below: Optional[float] = opt(None, "predict --abstain-label instead when the calibrated probability of "
                                          "the predicted answer is under P (report.html plots coverage against "
                                          "accuracy to choose P)", "decision", metavar="P")

@@ -3,7 +3,7 @@
 Three parts, each fitted on validation outputs after training and saved with the model (model/tuneloop.json):
 - a **temperature** T (Guo et al. 2017): probabilities are softmax(logits / T) (sigmoid for multi-label), T chosen
   to minimise the negative log-likelihood; it changes no argmax, only how far the probabilities can be trusted;
-- **thresholds**: one cut-off on the positive class's probability (binary: the second label) or one per label
+- **thresholds**: one cut-off on the positive class's probability (binary: --positive-label, by default the second) or one per label
   (multi-label), chosen to maximise a metric (F1, macro-F1, precision at a recall, recall at a precision);
 - an **abstain** level: a prediction whose calibrated probability (of the predicted class; multi-label: of the
   least certain label's decided side) is under it comes back as an explicit abstain label.
@@ -45,7 +45,8 @@ class DecisionRule:
 
     kind: str = SINGLE
     temperature: float = 1.0
-    thresholds: list[float] | None = None    # binary: [t] on the second label; multi-label: one per label
+    thresholds: list[float] | None = None    # binary: [t] on the positive class; multi-label: one per label
+    positive: int = 1                        # binary: the class whose probability the threshold cuts
     objective: str | None = None             # what the thresholds were chosen for
     abstain_below: float | None = None
     abstain_label: str = "abstain"
@@ -88,7 +89,7 @@ class DecisionRule:
         if self.kind == MULTI:
             return z - _logit(np.asarray(self.thresholds))
         z = z.copy()
-        z[:, 1] -= _logit(self.thresholds[0])          # p1 ≥ t ⇔ z1 - z0 ≥ logit(t), with two classes
+        z[:, self.positive] -= _logit(self.thresholds[0])   # p ≥ t ⇔ z_pos - z_other ≥ logit(t), two classes
         return z
 
     def predictions(self, logits: np.ndarray) -> np.ndarray:
@@ -193,13 +194,14 @@ def best_threshold(scores: np.ndarray, positive: np.ndarray, objective: str) -> 
     return float(cuts[int(np.argmax(value))]), met
 
 
-def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str, objective: str) -> tuple[list[float], list[str]]:
-    """Binary: [cut-off on the second label]; multi-label: one per label. Returns (thresholds, warnings)."""
+def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str, objective: str, positive: int = 1
+                   ) -> tuple[list[float], list[str]]:
+    """Binary: [cut-off on the positive class]; multi-label: one per label. Returns (thresholds, warnings)."""
     notes = []
     if kind == MULTI:
         columns = [(probs[:, k], labels[:, k] > 0.5) for k in range(probs.shape[1])]
     else:
-        columns = [(probs[:, 1], labels.astype(np.int64) == 1)]
+        columns = [(probs[:, positive], labels.astype(np.int64) == positive)]
     cuts = []
     for k, (scores, positive) in enumerate(columns):
         cut, met = best_threshold(scores, positive, objective)

@@ -71,8 +71,10 @@ def decide(run, evaluation: Evaluation) -> dict | None:
     if kind == "regression":
         return None
     logits, labels = next(iter(evaluation.outputs.values()))
+    names = run.data.labels.names
     options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
-               "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label}
+               "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
+               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1}
     rule, report = fit_decision(logits, labels, kind, options, cfg.seed)
     run.metadata["decision"] = rule.to_dict()
     c = report["calibration"]
