@@ -118,6 +118,7 @@ def main(argv=None) -> int:
     p.add_argument("--requests", type=int, default=400, help="requests per level at most (default 400)")
     p.add_argument("--seconds", type=float, default=40, help="seconds per level at most (default 40)")
     p.add_argument("--servers", default="tuneloop-pytorch,tuneloop-onnx-int8,naive-pipeline")
+    p.add_argument("--serve-args", default="", help="extra options for `tuneloop serve`, e.g. \"--max-wait-ms 20\"")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     with open(os.path.join(args.data_dir, "test.tsv"), encoding="utf-8-sig", newline="") as f:
@@ -133,11 +134,12 @@ def main(argv=None) -> int:
     machine = machine_info()
     out = args.out or default_out(dt.date.today().isoformat(), machine, "-serve")
     result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine,
-              "command": " ".join([sys.executable, *sys.argv]), "servers": {}}
+              "command": " ".join([sys.executable, *sys.argv]), "serve_args": args.serve_args, "servers": {}}
     for name in args.servers.split(","):
         port = free_port()
-        cmd = {"tuneloop-pytorch": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port)],
-               "tuneloop-onnx-int8": [sys.executable, "-m", "tuneloop", "serve", int8, "--port", str(port)],
+        extra = args.serve_args.split()
+        cmd = {"tuneloop-pytorch": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port), *extra],
+               "tuneloop-onnx-int8": [sys.executable, "-m", "tuneloop", "serve", int8, "--port", str(port), *extra],
                "naive-pipeline": [sys.executable, "-c", NAIVE, model, str(port)]}[name]
         proc = start(cmd, port, os.path.join(work, f"{name}.log"))
         try:
