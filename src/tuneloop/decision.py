@@ -3,7 +3,8 @@
 Three parts, each fitted on validation outputs after training and saved with the model (model/tuneloop.json):
 - a **temperature** T (Guo et al. 2017): probabilities are softmax(logits / T) (sigmoid for multi-label), T chosen
   to minimise the negative log-likelihood; it changes no argmax, only how far the probabilities can be trusted;
-- **thresholds**: one cut-off on the positive class's probability (binary: --positive-label, by default the second) or one per label
+- **thresholds**: one cut-off on the positive class's probability (binary: --positive-label, by default the
+  second label) or one per label
   (multi-label), chosen to maximise a metric (F1, macro-F1, precision at a recall, recall at a precision);
 - an **abstain** level: a prediction whose calibrated probability (of the predicted class; multi-label: of the
   least certain label's decided side) is under it comes back as an explicit abstain label.
@@ -131,14 +132,20 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> float:
     return float(math.exp(result.x))
 
 
-def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> float:
-    """Expected calibration error over `bins` equal-width bins: of the top-label confidence (single-label), or
-    of every (row, label) probability taken as a binary prediction (multi-label)."""
+def _binned(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int):
+    """(confidence, 1.0 where right, bin) per prediction: the top label (single-label), or every (row, label)
+    probability as a binary prediction of "present" (multi-label)."""
     if kind == MULTI:
         conf, correct = probs.reshape(-1), (labels > 0.5).reshape(-1).astype(np.float64)
     else:
         conf, correct = probs.max(-1), (probs.argmax(-1) == labels.astype(np.int64)).astype(np.float64)
-    which = np.minimum((conf * bins).astype(np.int64), bins - 1)
+    return conf, correct, np.minimum((conf * bins).astype(np.int64), bins - 1)
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> float:
+    """Expected calibration error over `bins` equal-width bins: of the top-label confidence (single-label), or
+    of every (row, label) probability taken as a binary prediction (multi-label)."""
+    conf, correct, which = _binned(probs, labels, kind, bins)
     total = 0.0
     for b in range(bins):
         inside = which == b
@@ -149,11 +156,7 @@ def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> flo
 
 def reliability(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> list[list[float]]:
     """[bin centre, mean confidence, accuracy, rows] per non-empty bin: the reliability diagram's points."""
-    if kind == MULTI:
-        conf, correct = probs.reshape(-1), (labels > 0.5).reshape(-1).astype(np.float64)
-    else:
-        conf, correct = probs.max(-1), (probs.argmax(-1) == labels.astype(np.int64)).astype(np.float64)
-    which = np.minimum((conf * bins).astype(np.int64), bins - 1)
+    conf, correct, which = _binned(probs, labels, kind, bins)
     return [[(b + 0.5) / bins, float(conf[which == b].mean()), float(correct[which == b].mean()),
              int((which == b).sum())] for b in range(bins) if (which == b).any()]
 

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from .atomic import atomic_write_json
+from .atomic import atomic_folder, atomic_write_json
 from .config import TrainConfig
 from .errors import ConfigError
 from .loop import run_training
@@ -153,13 +153,8 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
 def keep_models(out: Path, summary: dict, keep: str) -> None:
     """OUT/model = the best run's model (copied, then renamed into place); with --keep best the other runs'
     model/ and best/ folders are removed (their metrics, reports and predictions stay)."""
-    source = out / summary["kept"] / "model"
-    tmp = out / ".model.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source, tmp)
-    if (out / "model").exists():
-        shutil.rmtree(out / "model")
-    tmp.rename(out / "model")
+    with atomic_folder(out / "model") as tmp:
+        shutil.copytree(out / summary["kept"] / "model", tmp, dirs_exist_ok=True)
     if keep == "best":
         for run in summary["runs"]:
             if run["name"] != summary["kept"]:

@@ -60,16 +60,27 @@ def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
                    "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}
 
 
-def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
-    """`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
+def read_rows(path) -> list[dict] | None:
+    """A CSV this module or label_issues.py wrote, as dicts; None when the file is not there."""
     import csv
     from pathlib import Path
 
+    if not Path(path).is_file():
+        return None
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
+    """`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
+    from pathlib import Path
+
     from .errors import TuneloopError
+    from .label_issues import LABEL_ISSUES_FILE
 
     folder = Path(run_dir)
     files = [(folder / ERRORS_FILE, "validation rows the model gets wrong, most confidently wrong first"),
-             (folder / "label_issues.csv",
+             (folder / LABEL_ISSUES_FILE,
               "training rows ranked by the probability of their given label, lowest first")]
     if not any(path.is_file() for path, _ in files):
         raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or label_issues.csv here; give the folder of a finished "
@@ -77,10 +88,9 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
     cut = lambda text: text if len(text) <= width else text[:width] + " …"  # noqa: E731
     lines = []
     for path, what in files:
-        if not path.is_file():
+        rows = read_rows(path)
+        if rows is None:
             continue
-        with open(path, encoding="utf-8", newline="") as f:
-            rows = list(csv.DictReader(f))
         flagged = sum(r.get("likely_wrong") == "True" for r in rows)
         lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
         for n, r in enumerate(rows[:top], 1):

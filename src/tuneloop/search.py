@@ -28,13 +28,13 @@ import shutil
 import socket
 from pathlib import Path
 
-from .atomic import atomic_write_json
+from .atomic import atomic_folder, atomic_write_json
 from .checkpoint import list_checkpoints
 from .config import TrainConfig
 from .errors import ConfigError, Interrupted
 from .loop import run_training
 from .tasks import lower_is_better
-from .values import coerce
+from .values import coerce, read_yaml_mapping
 
 log = logging.getLogger("tuneloop")
 PRUNERS = ("median", "halving", "none")
@@ -55,16 +55,8 @@ class SearchOptions:
 
 def read_space(path: str) -> dict[str, dict]:
     """{option: spec} from the YAML file, each checked against TrainConfig's options and their types."""
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            space = yaml.safe_load(f) or {}
-    except FileNotFoundError:
-        raise ConfigError(f"--space: {path} does not exist") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"--space: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(space, dict) or not space:
+    space = read_yaml_mapping(path, "--space", "a mapping of options to ranges")
+    if not space:
         raise ConfigError(f"--space: {path} must map options to ranges, e.g. `lr: {{low: 1.0e-5, high: 1.0e-4, "
                           "log: true}`")
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
@@ -272,11 +264,7 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
 
 
 def _copy_best(trial_folder: Path, target: Path) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(trial_folder / BEST_DIR, tmp)
-    if (trial_folder / "config.yaml").is_file():
-        shutil.copy2(trial_folder / "config.yaml", tmp / "config.yaml")
-    if target.exists():
-        shutil.rmtree(target)
-    tmp.rename(target)
+    with atomic_folder(target) as tmp:
+        shutil.copytree(trial_folder / BEST_DIR, tmp, dirs_exist_ok=True)
+        if (trial_folder / "config.yaml").is_file():
+            shutil.copy2(trial_folder / "config.yaml", tmp / "config.yaml")

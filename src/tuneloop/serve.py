@@ -196,6 +196,7 @@ def create_app(predictor: Predictor, max_batch_size: int = 32, max_wait_ms: floa
     import json
 
     batcher = Batcher(predictor, max_batch_size, max_wait_ms)
+    rule_text = predictor.metadata()["decision_rule_text"]          # the same for every response
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -238,7 +239,7 @@ def create_app(predictor: Predictor, max_batch_size: int = 32, max_wait_ms: floa
             raise BadRequest(400, f"the body is not JSON ({e})") from None
         rows = parse_texts(body, predictor.pair, max_rows)
         predictions = await batcher.submit(rows)
-        return {"predictions": predictions, "decision_rule": predictor.metadata()["decision_rule_text"],
+        return {"predictions": predictions, "decision_rule": rule_text,
                 "ms": round((time.perf_counter() - started) * 1000, 2)}
 
     return app

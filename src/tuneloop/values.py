@@ -13,8 +13,8 @@ import yaml
 from .errors import ConfigError
 
 
-def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> dict:
-    """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
+def read_yaml_mapping(path: str | os.PathLike, flag: str, what: str = "a mapping of option: value") -> dict:
+    """A YAML file that must hold a mapping; ConfigError naming `flag` and the file otherwise."""
     try:
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}
@@ -23,7 +23,13 @@ def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> d
     except yaml.YAMLError as e:
         raise ConfigError(f"{flag}: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{flag}: {path} must hold a mapping of option: value")
+        raise ConfigError(f"{flag}: {path} must hold {what}")
+    return data
+
+
+def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> dict:
+    """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
+    data = read_yaml_mapping(path, flag)
     known = {f.name: f for f in dataclasses.fields(cls)}
     out = {}
     for key, value in data.items():

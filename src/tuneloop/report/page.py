@@ -254,6 +254,15 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     return html_page(title, parts)
 
 
+def write_page(folder: str | os.PathLike, name: str, title: str, parts: list[str]) -> Path:
+    """An experiment's or a search's page (summary.html, search.html): the parts, a dated footer, written
+    atomically; returns its path."""
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    path = Path(folder) / name
+    atomic_write_bytes(path, html_page(title, [*parts, f"<footer>Written on {_esc(now)}.</footer>"]).encode("utf-8"))
+    return path
+
+
 def html_page(title: str, parts: list[str]) -> str:
     """A self-contained page in the report's style (summary.html and search.html use it too)."""
     body = "\n".join(parts)

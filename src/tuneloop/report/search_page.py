@@ -3,14 +3,13 @@ the parameters' importances (Optuna's matplotlib plots), self-contained like rep
 
 from __future__ import annotations
 
-import datetime
 import warnings
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes
 from .figures import Plot, _png, _style
 from .fmt import _esc, _figure_html, _table
-from .page import html_page
+from .page import write_page
 
 SEARCH_PAGE = "search.html"
 
@@ -61,8 +60,4 @@ def write_search_page(out: Path, study, summary: dict) -> Path:
         if plot.png is not None:
             atomic_write_bytes(Path(out) / "plots" / f"{plot.name}.png", plot.png)
         parts.append(_figure_html(plot))
-    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-    parts.append(f"<footer>Written on {_esc(now)}.</footer>")
-    path = Path(out) / SEARCH_PAGE
-    atomic_write_bytes(path, html_page("tuneloop search", parts).encode("utf-8"))
-    return path
+    return write_page(out, SEARCH_PAGE, "tuneloop search", parts)

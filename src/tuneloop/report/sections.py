@@ -4,19 +4,17 @@ validation rows the model gets wrong (errors.csv) and the training rows whose la
 
 from __future__ import annotations
 
-import csv
-
+from ..failures import ERRORS_FILE, read_rows
+from ..label_issues import LABEL_ISSUES_FILE
 from .fmt import _esc, _figure_html, _table
 from .run import Run
 
 
 def failures_section(run: Run, shown: int = 10) -> list[str]:
     """The top of errors.csv: the validation rows the model gets wrong, most confidently wrong first."""
-    path = run.folder / "errors.csv"
-    if not path.is_file():
+    rows = read_rows(run.folder / ERRORS_FILE)
+    if rows is None:
         return []
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
     parts = ["<h2>Where the model fails</h2>"]
     if not rows:
         return parts + ['<div class="note">The model gets every validation row right.</div>']
@@ -57,11 +55,7 @@ def decision_section(run: Run, plots: list) -> list[str]:
 
 def label_issues_section(run: Run, shown: int = 10) -> list[str]:
     """The top of label_issues.csv: the training rows whose given label is most probably wrong."""
-    path = run.folder / "label_issues.csv"
-    if not path.is_file():
-        return []
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = read_rows(run.folder / LABEL_ISSUES_FILE)
     if not rows:
         return []
     flagged = sum(r["likely_wrong"] == "True" for r in rows)

@@ -3,13 +3,12 @@ per-run values, collapsed runs, the kept model, and a dot plot of the main metri
 
 from __future__ import annotations
 
-import datetime
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes
 from .figures import Plot, _figure, _png, _style
 from .fmt import _esc, _figure_html, _table
-from .page import html_page
+from .page import write_page
 
 SUMMARY_PAGE = "summary.html"
 
@@ -65,8 +64,4 @@ def write_summary_page(out: Path, summary: dict) -> Path:
         dots = _dots(summary)
     atomic_write_bytes(Path(out) / "plots" / f"{dots.name}.png", dots.png)
     parts.append(_figure_html(dots))
-    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-    parts.append(f"<footer>Written on {_esc(now)}.</footer>")
-    path = Path(out) / SUMMARY_PAGE
-    atomic_write_bytes(path, html_page("tuneloop experiment", parts).encode("utf-8"))
-    return path
+    return write_page(out, SUMMARY_PAGE, "tuneloop experiment", parts)
