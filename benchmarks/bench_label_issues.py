@@ -2,7 +2,8 @@
 purpose (seeded), one `tuneloop train` run, and how many of the flipped rows `label_issues.csv` puts on top.
 
 Reports precision at k = the number of flipped rows (so also the recall at k) of the ranking by the mean
-probability of the given label over the epochs, the area under the ROC curve of that score, what cleanlab's confident learning flags
+probability of the given label over the epochs, the area under the ROC curve of that score,
+what cleanlab's confident learning flags
 (how many, and which share of them were flipped), and the same ranking computed from the first epoch's
 probabilities only (scored before the model learned each row) and from the last epoch's only. MRPC's own labels
 are not perfect either: a flagged row that was not flipped is not necessarily a mistake of the method.

@@ -36,7 +36,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import (REPO, WORK_DIR, default_out, log_tail, machine_info, machine_slug, run_child,  # noqa: E402
+from bench_train import (WORK_DIR, default_out, log_tail, machine_info, machine_slug, run_child,  # noqa: E402
                          write_atomic)
 
 DEFAULT_WORK = os.path.join(WORK_DIR, "scale")   # git-ignored (/benchmarks/work/)

@@ -9,7 +9,8 @@ everything to one JSON file (rewritten atomically after every run, so a long ben
     python benchmarks/bench_train.py --seeds 1 --impls baseline,trainer --max-train-samples 64 --epochs 1 \
         --out /tmp/bench_smoke.json                        # smoke test
     git worktree add /tmp/before <commit>                  # this tree against an earlier one, side by side:
-    python benchmarks/bench_train.py --reference-src /tmp/before --impls tuneloop,tuneloop_ref,tuneloop_fast,tuneloop_ref_fast
+    python benchmarks/bench_train.py --reference-src /tmp/before \
+        --impls tuneloop,tuneloop_ref,tuneloop_fast,tuneloop_ref_fast
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "glue" / "MRPC"))
     parser.add_argument("--kill-after", type=int, default=60, help="kill once the checkpoint of this step exists")
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-resume.json"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" /
+                                             f"{time.strftime('%Y-%m-%d')}-resume.json"))
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="tuneloop-resume-"))
     common = ["--task", "mrpc", "--data-dir", args.data_dir, "--model", "minilm", "--max-train-samples", "400",

@@ -40,9 +40,9 @@ def cli_args(opts: dict) -> list[str]:
     args = []
     for key, value in opts.items():
         flag = "--" + key.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif value is not False and value is not None:
+        if isinstance(value, bool):
+            args.append(flag if value else "--no-" + flag[2:])
+        elif value is not None:
             args += [flag, str(value)]
     return args
 
@@ -211,7 +211,7 @@ def test_early_stopping(tiny_model, tmp_path):
     data = write_mrpc_folder(tmp_path / "MRPC")
     dev = data / "dev.tsv"
     lines = dev.read_text(encoding="utf-8-sig").splitlines()
-    flipped = [lines[0]] + [("1" if l[0] == "0" else "0") + l[1:] for l in lines[1:]]
+    flipped = [lines[0]] + [("1" if row[0] == "0" else "0") + row[1:] for row in lines[1:]]
     dev.write_bytes(b"\xef\xbb\xbf" + ("\n".join(flipped) + "\n").encode())
     results = tuneloop.train(TrainConfig(**options(tiny_model, data, tmp_path / "run", eval_every=3,
                                                    save_every=None, early_stopping_patience=2, epochs=3)))

@@ -35,7 +35,7 @@ def decided_run(tiny_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("decided")
     train, dev = write_pairs(tmp / "train.csv", 200, 1), write_pairs(tmp / "dev.csv", 120, 2)
     out = tmp / "run"
-    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=2), train_file=str(train),
+    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=2, report=True), train_file=str(train),
                                          validation_file=str(dev), output_dir=str(out), decision="threshold",
                                          optimize_threshold_for="f1", abstain_below=0.75, abstain_label="unsure"))
     return out, results, dev

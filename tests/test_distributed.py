@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from safetensors.torch import load_file
 
 import tuneloop
@@ -36,10 +35,11 @@ def env():
 
 def train_args(model, data, out, **extra) -> list[str]:
     opts = {"task": "mrpc", "data_dir": str(data), "model": model, "output_dir": str(out), "lr": 3e-3,
-            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", **extra}
+            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", "report": False, **extra}
     args = []
     for key, value in opts.items():
-        args += ["--" + key.replace("_", "-")] + ([] if value is True else [str(value)])
+        flag = "--" + key.replace("_", "-")
+        args += [flag if value is not False else "--no-" + flag[2:]] + ([] if isinstance(value, bool) else [str(value)])
     return args
 
 
@@ -52,6 +52,15 @@ def run(cmd: list[str], timeout=240):
 def torchrun(nproc: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_port",
             str(free_port()), "-m", "tuneloop"]
+
+
+def torchrun_commands(nproc: int, folder: Path, *commands: list[str]) -> list[str]:
+    """One torchrun launch that runs several tuneloop commands in turn in the same processes (one start-up)."""
+    script = folder / "commands.py"
+    script.write_text("import sys\nfrom tuneloop.cli import main\n"
+                      f"sys.exit(max(main(args) for args in {[list(c) for c in commands]!r}))\n")
+    return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--master_port",
+            str(free_port()), str(script)]
 
 
 def weights(run_dir: Path) -> dict:
@@ -134,24 +143,19 @@ def test_one_process_batch_8_equals_two_processes_batch_4_and_accumulation(two_p
         assert np.abs(a["sums"] - b["sums"]).max() < 1e-3
 
 
-def test_torchrun_launch(tiny_model, data, tmp_path):
-    out = tmp_path / "run"
-    run(torchrun(2) + ["train", *train_args(tiny_model, data, out, batch_size=4, max_steps=4)])
-    results = json.loads((out / "results.json").read_text())
-    assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
-
-
-def test_two_machines_simulated_on_loopback(tiny_model, data, tmp_path):
+def test_two_machines_on_loopback_one_launched_by_accelerate_one_by_torchrun(tiny_model, data, tmp_path):
+    """Machine 0 starts with `accelerate launch`, machine 1 with plain `torchrun`: both launchers work, and
+    together (accelerate launch runs torch's own launcher underneath)."""
     out = tmp_path / "run"
     port = free_port()
-    procs = []
-    for rank in (0, 1):
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "2",
-               "--num_processes", "2", "--machine_rank", str(rank), "--main_process_ip", "127.0.0.1",
-               "--main_process_port", str(port), "-m", "tuneloop", "train",
-               *train_args(tiny_model, data, out, batch_size=4, max_steps=4)]
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True))
+    train = ["-m", "tuneloop", "train", *train_args(tiny_model, data, out, batch_size=4, max_steps=4)]
+    commands = [[sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_machines", "2",
+                 "--num_processes", "2", "--machine_rank", "0", "--main_process_ip", "127.0.0.1",
+                 "--main_process_port", str(port), *train],
+                [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", "1",
+                 "--nproc_per_node", "1", "--master_addr", "127.0.0.1", "--master_port", str(port), *train]]
+    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for cmd in commands]
     for proc in procs:
         _, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err[-3000:]

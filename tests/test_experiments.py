@@ -42,31 +42,37 @@ def options(tiny_model, train_csv, out, **extra):
     return {**fast_options(tiny_model), "train_file": str(train_csv), "output_dir": str(out), **extra}
 
 
-def test_three_seeds_give_three_runs_and_a_matching_summary(tiny_model, train_csv, tmp_path):
+def test_seeds_give_runs_a_matching_summary_and_collapsed_runs_are_retried(tiny_model, train_csv, tmp_path,
+                                                                          monkeypatch):
+    real = experiments.collapsed
+    monkeypatch.setattr(experiments, "collapsed",
+                        lambda results: results["output_dir"].endswith(("seed-1", "seed-3")) or real(results))
     out = tmp_path / "seeds"
-    summary = tuneloop.train(**options(tiny_model, train_csv, out, seeds=[1, 2, 3], keep="all"))
+    summary = tuneloop.train(**options(tiny_model, train_csv, out, seeds=[1, 2], retry_collapsed=True, keep="all"))
+    # seed 1 collapses and is retried as seed 3, which collapses too and stays (one retry per seed)
+    assert [r["name"] for r in summary["runs"]] == ["seed-1", "seed-3", "seed-2"]
+    assert summary["runs"][0]["replaced_by"] == "seed-3" and "replaced_by" not in summary["runs"][1]
+    assert [r["seed"] for r in summary["runs"]] == [1, 3, 2]
     results = {s: json.loads((out / f"seed-{s}" / "results.json").read_text()) for s in (1, 2, 3)}
-    for metric in ("accuracy", "f1", "loss"):
-        values = [results[s]["eval"][metric] for s in (1, 2, 3)]
+    for metric in ("accuracy", "f1", "loss"):                # the replaced run counts no more
+        values = [results[s]["eval"][metric] for s in (3, 2)]
+        assert summary["metrics"][metric]["n"] == 2
         assert summary["metrics"][metric]["mean"] == pytest.approx(np.mean(values), abs=1e-6)
         assert summary["metrics"][metric]["std"] == pytest.approx(np.std(values, ddof=1), abs=1e-6)
         low, high = summary["metrics"][metric]["ci95"]
         assert low - 1e-6 <= np.mean(values) <= high + 1e-6
-    collapsed = [s for s in (1, 2, 3) if experiments.collapsed(results[s])]
-    best = max((s for s in (1, 2, 3) if s not in collapsed), key=lambda s: results[s]["eval"]["accuracy"])
-    assert summary["kept"] == f"seed-{best}"
+    assert summary["collapsed"][:2] == ["seed-1", "seed-3"]
+    assert summary["kept"] == "seed-2"                       # the only run that did not collapse
     assert (out / "model" / "model.safetensors").read_bytes() == \
-        (out / f"seed-{best}" / "model" / "model.safetensors").read_bytes()
+        (out / "seed-2" / "model" / "model.safetensors").read_bytes()
     assert json.loads((out / "summary.json").read_text()) == summary
     assert "95% interval" in (out / "summary.html").read_text()
-    assert [r["seed"] for r in summary["runs"]] == [1, 2, 3]
-    assert summary["collapsed"] == [f"seed-{s}" for s in collapsed]
 
 
 def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_model, train_csv, tmp_path, capsys):
     out = tmp_path / "cli"
-    args = ["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(out), "--epochs", "3",
-            "--lr", "3e-3", "--quiet", "--mixed-precision", "no", "--num-seeds", "2", "--seed", "5"]
+    args = ["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(out), "--epochs", "1",
+            "--lr", "3e-3", "--quiet", "--mixed-precision", "no", "--num-seeds", "2", "--seed", "5", "--no-report"]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "accuracy:" in printed and "± " in printed and "over 2 runs" in printed
@@ -79,18 +85,6 @@ def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_mod
     assert "already holds" in capsys.readouterr().err
 
 
-def test_collapsed_runs_are_reported_and_retried_with_the_next_seed(tiny_model, train_csv, tmp_path, monkeypatch):
-    real = experiments.collapsed
-    monkeypatch.setattr(experiments, "collapsed",
-                        lambda results: results["output_dir"].endswith(("seed-1", "seed-3")) or real(results))
-    summary = tuneloop.train(**options(tiny_model, train_csv, tmp_path / "out", seeds=[1, 2], retry_collapsed=True))
-    # seed 1 collapses and is retried as seed 3, which collapses too and stays (one retry per seed)
-    assert [r["name"] for r in summary["runs"]] == ["seed-1", "seed-3", "seed-2"]
-    assert summary["runs"][0]["replaced_by"] == "seed-3" and "replaced_by" not in summary["runs"][1]
-    assert summary["collapsed"][:2] == ["seed-1", "seed-3"] and summary["metrics"]["accuracy"]["n"] == 2
-    assert summary["kept"] != "seed-1"
-
-
 def test_collapsed_means_one_predicted_class():
     one = {"problem_type": "single_label_classification", "per_class": {"validation": {
         "a": {"precision": 0.5, "recall": 1.0}, "b": {"precision": 0.0, "recall": 0.0}}}}
@@ -101,7 +95,7 @@ def test_collapsed_means_one_predicted_class():
 
 def test_k_fold_validates_every_training_row_exactly_once(tiny_model, train_csv, tmp_path):
     out = tmp_path / "folds"
-    summary = tuneloop.train(**options(tiny_model, train_csv, out, folds=3))
+    summary = tuneloop.train(**options(tiny_model, train_csv, out, folds=3, epochs=1))
     seen = []
     for k in (1, 2, 3):
         split = json.loads((out / f"fold-{k}" / "split.json").read_text())
@@ -133,7 +127,7 @@ SPACE = "lr: {low: 1.0e-3, high: 1.0e-2, log: true}\nwarmup_ratio: {low: 0.0, hi
 def search_args(tiny_model, train_csv, out, space, trials=4, *extra):
     return ["search", "--space", str(space), "--trials", str(trials), "--model", tiny_model, "--train-file",
             str(train_csv), "--output-dir", str(out), "--epochs", "2", "--eval-every", "2/epoch", "--quiet",
-            "--mixed-precision", "no", "--batch-size", "8", "--max-train-samples", "80", *extra]
+            "--mixed-precision", "no", "--batch-size", "8", "--max-train-samples", "80", "--no-report", *extra]
 
 
 @pytest.fixture

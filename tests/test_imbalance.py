@@ -108,7 +108,7 @@ def imbalanced_run(tiny_model, tmp_path_factory):
     out = folder / "run"
     results = tuneloop.train(TrainConfig(train_file=str(train), validation_file=str(dev), output_dir=str(out),
                                          class_weights="balanced", sampler="balanced",
-                                         **fast_options(tiny_model, max_steps=20)))
+                                         **fast_options(tiny_model, max_steps=20, report=True)))
     return out, results
 
 

@@ -72,7 +72,8 @@ def noisy_run(tiny_model, tmp_path_factory):
     flipped = write_noisy(tmp_path / "train.csv", 240, 10, seed=1)
     write_noisy(tmp_path / "dev.csv", 60, 0, seed=2)
     out = tmp_path / "run"
-    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=4), train_file=str(tmp_path / "train.csv"),
+    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=4, report=True),
+                                         train_file=str(tmp_path / "train.csv"),
                                          validation_file=str(tmp_path / "dev.csv"), output_dir=str(out)))
     return out, results, flipped
 

@@ -170,7 +170,7 @@ def test_the_end_of_a_long_text_is_learned_by_tail_and_windows_not_head(tiny_mod
 
 
 def test_two_processes_pool_the_same_one_row_per_input(windowed_run, long_docs, tmp_path):
-    from test_distributed import run, torchrun
+    from test_distributed import run, torchrun_commands
 
     from tuneloop.cli import main
 
@@ -178,16 +178,16 @@ def test_two_processes_pool_the_same_one_row_per_input(windowed_run, long_docs, 
     _, dev = long_docs
     one, two = tmp_path / "one.csv", tmp_path / "two.csv"
     assert main(["predict", "--model", str(out / "model"), "--input", str(dev), "--output", str(one), "--quiet"]) == 0
-    run(torchrun(2) + ["predict", "--model", str(out / "model"), "--input", str(dev), "--output", str(two),
-                       "--quiet", "--batch-size", "4"])
+    target = tmp_path / "eval2.json"
+    run(torchrun_commands(2, tmp_path, ["predict", "--model", str(out / "model"), "--input", str(dev), "--output",
+                                        str(two), "--quiet", "--batch-size", "4"],
+                          ["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet",
+                           "--eval-batch-size", "4"]))
     single, double = list(csv.DictReader(open(one))), list(csv.DictReader(open(two)))
     assert [r["id"] for r in double] == [r["id"] for r in single] and len(double) == 41
     for a, b in zip(single, double):
         assert a["label"] == b["label"]
         assert float(a["prob_1"]) == pytest.approx(float(b["prob_1"]), abs=1e-5)
-    target = tmp_path / "eval2.json"
-    run(torchrun(2) + ["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet",
-                       "--eval-batch-size", "4"])
     evaluated = json.loads(target.read_text())["eval"]
     assert evaluated["num_samples"] == 41
     assert evaluated["accuracy"] == pytest.approx(results["eval"]["accuracy"], abs=1e-6)

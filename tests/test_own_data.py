@@ -138,6 +138,7 @@ def test_multi_label_from_json_lists(tiny_model, tmp_path):
     rows = [{"text": f"the cat {t[0]}", "labels": t} for t in (["alpha"], ["beta", "gamma"], ["gamma"])] * 10
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    results = tuneloop.train(TrainConfig(train_file=str(path), validation_file=str(path), output_dir=str(tmp_path / "r"),
+    results = tuneloop.train(TrainConfig(train_file=str(path), validation_file=str(path),
+                                         output_dir=str(tmp_path / "r"),
                                          **fast_options(tiny_model, max_steps=2)))
     assert results["labels"] == ["alpha", "beta", "gamma"] and "f1_micro" in results["eval"]

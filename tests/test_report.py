@@ -149,7 +149,7 @@ def fabricate(folder: Path, kind: str, splits=("validation",), names=None, task=
 def tiny_run(tiny_model, shared_mrpc_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "run"
     results = tuneloop.train(TrainConfig(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out),
-                                         **fast_options(tiny_model, epochs=2)))
+                                         **fast_options(tiny_model, epochs=2, report=True)))
     npz = out / "predictions" / "eval_validation.npz"
     if not npz.is_file():          # written by the training run itself where it saves predictions
         rng = np.random.default_rng(1)
@@ -163,6 +163,8 @@ def tiny_run(tiny_model, shared_mrpc_dir, tmp_path_factory):
 
 def test_report_of_a_run_is_self_contained_with_every_plot(tiny_run):
     out, results = tiny_run
+    written_by_the_run = (out / "report.html").read_text(encoding="utf-8")
+    assert "Learning rate" in written_by_the_run
     report = write_report(out)
     assert report == out / "report.html"
     text, page = check_self_contained(report)

@@ -23,8 +23,8 @@ RANGES = {"accuracy": (0, 1), "f1": (0, 1), "matthews_correlation": (-1, 1), "pe
 def test_each_glue_task_trains_and_reports_its_metrics(task, tiny_model, tmp_path):
     folder = write_glue_task(task, tmp_path / task)
     out = tmp_path / "run"
-    results = tuneloop.train(TrainConfig(task=task, data_dir=str(folder), output_dir=str(out),
-                                         **fast_options(tiny_model, max_steps=6, predict_test=True)))
+    tuneloop.train(TrainConfig(task=task, data_dir=str(folder), output_dir=str(out),
+                               **fast_options(tiny_model, max_steps=6, predict_test=True)))
     spec = TASKS[task]
     on_disk = json.loads((out / "results.json").read_text())
     assert on_disk["main_metric"] == spec.main_metric

@@ -30,6 +30,8 @@ def test_learns_the_toy_task(trained):
     losses = [r["train/loss"] for r in read_metrics(out / "metrics.jsonl") if "train/loss" in r]
     assert len(losses) >= 5
     assert sum(losses[-2:]) / 2 < 0.6 * losses[0]
+    assert not (out / "report.html").exists() and not (out / "plots").exists()      # --no-report
+    assert (out / "model" / "README.md").is_file()                                    # the model card still is
 
 
 def test_results_json_layout(trained):

@@ -64,7 +64,7 @@ def held_out_run(tiny_model, tmp_path_factory):
     data = write_reviews(folder / "reviews.csv")
     out = folder / "run"
     results = tuneloop.train(TrainConfig(train_file=str(data), output_dir=str(out), save_every="5",
-                                         **fast_options(tiny_model, max_steps=10)))
+                                         **fast_options(tiny_model, max_steps=10, report=True)))
     return data, out, results
 
 

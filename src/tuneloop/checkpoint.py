@@ -18,11 +18,11 @@ from .errors import TuneloopError
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "tuneloop_state.json"      # written last: its presence marks a complete checkpoint
 # options that may change between an interrupted run and its resumption; any other change is refused
-RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size", "max_eval_samples",
-                     "log_every", "report_to", "quiet", "save_every", "keep_last", "predict_test", "metric_for_best",
-                     "early_stopping_patience", "num_proc", "validation_file", "test_file", "skip_nonfinite_batches",
-                     "calibrate", "decision", "optimize_threshold_for", "abstain_below", "abstain_label",
-                     "positive_label"}
+RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size",
+                     "max_eval_samples", "log_every", "report_to", "report", "quiet", "save_every", "keep_last",
+                     "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
+                     "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
+                     "abstain_below", "abstain_label", "positive_label"}
 
 
 def checkpoint_name(step: int) -> str:

@@ -97,15 +97,15 @@ class TrainConfig:
                      "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
     attention: str = opt("auto", "attention kernel. sdpa / eager: transformers' own. chunked: on CPUs, for keys up "
                          "to 128 tokens, matmul + softmax in cache-sized pieces (1.5-5.9x faster than the fused SDPA "
-                         "kernel there, benchmarks/bench_attention.py); longer keys and GPUs use SDPA. auto: chunked on "
-                         "the CPU, sdpa elsewhere", "model", ATTENTION)
+                         "kernel there, benchmarks/bench_attention.py); longer keys and GPUs use SDPA. auto: "
+                         "chunked on the CPU, sdpa elsewhere", "model", ATTENTION)
     freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
                                   "weights): faster steps, usually the same accuracy", "model")
     dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
                                    "own, 0.1 for BERT-style encoders)", "model", metavar="P")
     fast_dropout: bool = opt(True, "on the CPU, draw the dropout masks of the model's dropout layers (and of "
-                             "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: 3-10% "
-                             "faster steps than torch's bernoulli_", "model")
+                             "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: "
+                             "3-10% faster steps than torch's bernoulli_", "model")
     # training
     epochs: int = opt(3, "passes over the training data", "training", metavar="N")
     max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
@@ -194,6 +194,8 @@ class TrainConfig:
     overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output")
     log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
     report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
+    report: bool = opt(True, "write report.html and its plots when the run ends (about 2 s; `tuneloop report RUN` "
+                       "writes them any time later)", "output")
     quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output")

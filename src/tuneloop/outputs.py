@@ -100,7 +100,8 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
 
     try:
         write_model_card(run.output_dir / "model", results_, run.config.to_dict(), run.metadata)
-        write_report(run.output_dir)
+        if run.config.report:
+            write_report(run.output_dir)
     except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
         log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
 

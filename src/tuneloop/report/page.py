@@ -187,7 +187,8 @@ def _config_table(config: dict) -> str:
 
 
 TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "training time (s)",
-               "eval_s": "evaluation time (s)", "samples_per_second": "training samples / s", "steps": "optimizer steps",
+               "eval_s": "evaluation time (s)", "samples_per_second": "training samples / s",
+               "steps": "optimizer steps",
                "epochs": "epochs", "num_samples": "training examples", "global_batch_size": "global batch size",
                "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision"}
 
