@@ -117,7 +117,8 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="1,8,32")
     p.add_argument("--requests", type=int, default=400, help="requests per level at most (default 400)")
     p.add_argument("--seconds", type=float, default=40, help="seconds per level at most (default 40)")
-    p.add_argument("--servers", default="tuneloop-pytorch,tuneloop-onnx-int8,naive-pipeline")
+    p.add_argument("--servers", default="tuneloop-pytorch,tuneloop-pytorch-fp32,tuneloop-onnx-int8,naive-pipeline",
+                   help="tuneloop-pytorch is `serve`'s default precision (auto: bf16 on CPUs with AMX)")
     p.add_argument("--serve-args", default="", help="extra options for `tuneloop serve`, e.g. \"--max-wait-ms 20\"")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -139,6 +140,8 @@ def main(argv=None) -> int:
         port = free_port()
         extra = args.serve_args.split()
         cmd = {"tuneloop-pytorch": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port), *extra],
+               "tuneloop-pytorch-fp32": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port),
+                                         "--precision", "fp32", *extra],
                "tuneloop-onnx-int8": [sys.executable, "-m", "tuneloop", "serve", int8, "--port", str(port), *extra],
                "naive-pipeline": [sys.executable, "-c", NAIVE, model, str(port)]}[name]
         proc = start(cmd, port, os.path.join(work, f"{name}.log"))
@@ -152,7 +155,8 @@ def main(argv=None) -> int:
                 import urllib.request
 
                 stats = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/stats").read())
-                result["servers"][name] = {"levels": levels, "stats": stats}
+                meta = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/metadata").read())
+                result["servers"][name] = {"levels": levels, "stats": stats, "precision": meta.get("precision")}
             else:
                 result["servers"][name] = {"levels": levels}
             write_atomic(out, result)

@@ -207,3 +207,23 @@ def test_sigterm_finishes_the_requests_in_flight(exported):
     # uvicorn exits by re-raising the signal it handled (so the exit status tells how it ended)
     assert s.proc.wait(timeout=60) in (0, -signal.SIGTERM)
     assert "Traceback" not in s.proc.stderr.read()
+
+
+def test_pytorch_predictor_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir):
+    from transformers import modeling_utils
+
+    from tuneloop.serve import Predictor
+
+    items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
+    matmul = torch.backends.mkldnn.matmul
+    before = (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"])
+    with Predictor(str(run_dir / "model"), precision="fp32") as fp32:
+        assert fp32.metadata()["precision"] == "fp32" and fp32.levers is None
+        expected = fp32.predict(items)
+    with Predictor(str(run_dir / "model"), precision="bf16") as bf16:
+        assert bf16.metadata()["precision"] == "bf16" and matmul.fp32_precision == "bf16"
+        got = bf16.predict(items)
+    assert (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"]) == before
+    for a, b in zip(expected, got):
+        assert a["label"] == b["label"]
+        assert a["probabilities"]["equivalent"] == pytest.approx(b["probabilities"]["equivalent"], abs=0.02)

@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-rows", type=int, default=256, metavar="N", help="rows per request (default: 256)")
     serve.add_argument("--max-body-kb", type=int, default=1024, metavar="KB", help="request size (default: 1024)")
     serve.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's)")
+    serve.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="PyTorch backend: "
+                       "bf16 matrix products (fp32 accumulation), 1.4x the rows/s of fp32 on CPUs with AMX; auto: "
+                       "bf16 where the CPU has AMX, fp32 elsewhere (default: auto)")
 
     sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
     sub.add_parser("env", help="versions, devices and the accelerate configuration (for bug reports)",
@@ -267,7 +270,8 @@ def cmd_serve(ns) -> int:
             raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
     if ns.max_wait_ms < 0:
         raise TuneloopError("--max-wait-ms: must be >= 0")
-    serve(ns.model, ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads)
+    serve(ns.model, ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads,
+          ns.precision)
     return 0
 
 
