@@ -40,6 +40,8 @@ def parse_args(description: str):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--max-train-samples", type=int, default=None, help="first N training examples (smoke tests)")
     parser.add_argument("--output", default=None, help="write the JSON report here (also printed)")
+    parser.add_argument("--best-flags", action="store_true", help="trainer_peer.py: the Trainer's speed flags on "
+                        "a CUDA GPU (bf16, tf32, fused AdamW, torch_compile, 2 dataloader workers)")
     args = parser.parse_args()
     checkpoint = args.model or default_model()
     if checkpoint is None:

@@ -154,6 +154,8 @@ report = {
     "f1": metrics["f1"],
     "peak_rss_mb": round(peak_rss_mb(), 1),
 }
+if device.type == "cuda":  # measurement
+    report["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
 report["wall_s"] = round(time.perf_counter() - T0, 4)
 text = json.dumps(report, indent=2)
 if args.output:

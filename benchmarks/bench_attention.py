@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    levers = speed.CpuLevers(bf16_matmuls=True)      # as --mixed-precision auto sets them on AMX CPUs
+    levers = speed.SpeedLevers(bf16_matmuls=True)      # as --mixed-precision auto sets them on AMX CPUs
     levers.__enter__()
 
     class Layer(torch.nn.Module):

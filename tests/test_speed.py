@@ -39,7 +39,7 @@ def test_fast_dropout_scales_kept_values_and_gradients_alike():
 
 
 def routed_model(folder, dropout_masks: bool = True):
-    """A model with the CPU levers of a run: fast dropout layers and chunked attention, inside CpuLevers."""
+    """A model with the CPU levers of a run: fast dropout layers and chunked attention, inside SpeedLevers."""
     from transformers import AutoModelForSequenceClassification
 
     model = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa")
@@ -55,7 +55,7 @@ def test_fast_dropout_and_chunked_attention_keep_eval_outputs_and_vary_in_traini
     plain = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").eval()
     batch = {"input_ids": torch.randint(5, 40, (4, 12)), "attention_mask": torch.ones(4, 12, dtype=torch.long)}
     batch["attention_mask"][1, 7:] = 0                        # padding goes through the mask path
-    with speed.CpuLevers(chunked_attention=True) as levers:
+    with speed.SpeedLevers(chunked_attention=True) as levers:
         fast = routed_model(folder)
         assert levers.route_attention(fast, cheap_masks=True)
         assert not any(type(m) is torch.nn.Dropout for m in fast.modules())
@@ -90,7 +90,7 @@ def test_evaluation_attention_in_cpu_pieces_matches_sdpa(tmp_path, monkeypatch):
     monkeypatch.setattr(speed, "_math_attention", lambda q, *a: pieces.append(q.shape[0]) or real(q, *a))
     heads = plain.config.num_attention_heads
     monkeypatch.setattr(speed, "CPU_CHUNK_SCORES", 2 * heads * 20 * 20)      # two rows a piece: 4 pieces a layer
-    with speed.CpuLevers(chunked_attention=True) as levers, torch.no_grad():
+    with speed.SpeedLevers(chunked_attention=True) as levers, torch.no_grad():
         fast = routed_model(folder)
         levers.route_attention(fast, cheap_masks=True)
         fast.eval()
@@ -118,7 +118,7 @@ def test_without_dropout_training_attention_on_cpu_matches_sdpa_with_gradients(t
              "labels": torch.tensor([0, 1, 1])}
     batch["attention_mask"][2, 4:] = 0
     plain(**batch).loss.backward()
-    with speed.CpuLevers(chunked_attention=True) as levers:
+    with speed.SpeedLevers(chunked_attention=True) as levers:
         fast = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").train()
         assert levers.route_attention(fast, cheap_masks=cheap_masks)
         fast(**batch).loss.backward()
@@ -138,7 +138,7 @@ def test_attention_dropout_uses_the_mask_the_dropout_option_chose(tmp_path, monk
     batch = {"input_ids": torch.randint(5, 40, (2, 8)), "attention_mask": torch.ones(2, 8, dtype=torch.long)}
     for cheap in (False, True):
         drawn.clear()
-        with speed.CpuLevers(chunked_attention=True) as levers:
+        with speed.SpeedLevers(chunked_attention=True) as levers:
             model = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").train()
             levers.route_attention(model, cheap_masks=cheap)
             model(**batch)
@@ -158,7 +158,7 @@ def test_bf16_run_on_cpu_leaves_the_process_matmul_setting_as_it_found_it(tiny_m
 def test_levers_apply_inside_and_give_back_on_exit_also_when_raising():
     before = torch.backends.mkldnn.matmul.fp32_precision
     with pytest.raises(RuntimeError, match="boom"):
-        with speed.CpuLevers(bf16_matmuls=True, keep_heap=True) as levers:
+        with speed.SpeedLevers(bf16_matmuls=True, keep_heap=True) as levers:
             assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
             assert levers.applied["bf16_matmuls"] and levers.applied["keep_heap"]      # glibc on Linux
             raise RuntimeError("boom")

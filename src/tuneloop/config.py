@@ -26,6 +26,7 @@ PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies pres
 PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
 MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
 ATTENTION = ("auto", "sdpa", "eager", "chunked")
+COMPILE = ("auto", "no", "default", "reduce-overhead", "max-autotune", "aot_eager")
 SAMPLERS = ("random", "balanced")
 TRUNCATION = ("head", "tail", "head+tail")            # data/long_texts.py
 POOLING = ("mean", "max")
@@ -128,9 +129,17 @@ class TrainConfig:
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
     mixed_precision: str = opt("auto", "auto: bf16 where the hardware computes it natively (Ampere or newer GPUs, "
-                               "CPUs with AMX), otherwise fp32. bf16 is autocast on GPUs; on CPUs, matrix products "
-                               "in bf16 with fp32 accumulation (oneDNN) and the rest in fp32", "training",
-                               MIXED_PRECISION)
+                               "CPUs with AMX), fp16 with loss scaling on older CUDA GPUs, otherwise fp32. bf16 is "
+                               "autocast on GPUs (with TF32 for what stays fp32); on CPUs, matrix products in bf16 "
+                               "with fp32 accumulation (oneDNN) and the rest in fp32", "training", MIXED_PRECISION)
+    compile: str = opt("auto", "torch.compile the model through Accelerate, one compilation per repeated layer, "
+                       "batches padded to length buckets (multiples of 16; 32 over --max-length 128) so few shapes "
+                       "are compiled: default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (no code "
+                       "generation: checks that the model compiles), no. auto: default on CUDA GPUs, no on CPUs "
+                       "(compiling costs more than it saves there)", "training", COMPILE)
+    dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
+                                            "pinned memory and copies that do not block; 0 on CPUs, whose cores "
+                                            "train)", "training", metavar="N")
     recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
                       "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
                       "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
@@ -258,12 +267,16 @@ class TrainConfig:
                  "k-fold splits one --train-file (leave out --validation-file and --data-dir)")
         if self.windows is not None:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
+        need(self.attention != "chunked" or self.compile in ("no", "auto"), "attention",
+             "chunked attention runs eagerly, not under --compile; leave --attention auto (SDPA when compiling)")
+        if self.dataloader_workers is not None:
+            need(self.dataloader_workers >= 0, "dataloader_workers", f"must be >= 0, got {self.dataloader_workers}")
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
         for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
                               ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
                               ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
-                              ("decision", DECISIONS), ("keep", KEEP),
+                              ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")

@@ -98,7 +98,7 @@ DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "clas
 def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa", dropout: float | None = None):
     """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config; `dropout`,
     when given, replaces every dropout probability the config names. `attention` is a transformers
-    attn_implementation (tuneloop's `chunked` runs on SDPA models: speed.CpuLevers routes it)."""
+    attn_implementation (tuneloop's `chunked` runs on SDPA models: speed.SpeedLevers routes it)."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     path = resolve_model(name)

@@ -24,7 +24,9 @@ log = logging.getLogger("tuneloop")
 def save_model_folder(run, name: str) -> None:
     """OUT/<name>/: save_pretrained model and tokenizer with tuneloop.json, replaced atomically."""
     if run.accelerator.is_main_process:
-        save_model(run.accelerator.unwrap_model(run.model), run.tokenizer, run.output_dir / name, run.metadata)
+        # keep_torch_compile=False: a compiled model saves under its plain names (no `_orig_mod.`)
+        model = run.accelerator.unwrap_model(run.model, keep_torch_compile=False)
+        save_model(model, run.tokenizer, run.output_dir / name, run.metadata)
 
 
 def results(run, state, train_log, evaluation: Evaluation, samples_before: int) -> dict:
@@ -40,7 +42,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
                   "steps": state.step, "epochs": state.epoch_progress(run.plan.steps_per_epoch),
                   "num_samples": len(run.data.train), "global_batch_size": run.plan.global_batch,
                   "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
-                  "mixed_precision": cfg.mixed_precision, "device": str(acc.device)},
+                  "mixed_precision": cfg.mixed_precision, "compile": cfg.compile,
+                  "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device)},
         "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
         "labels": run.data.labels.names,
         "problem_type": run.data.labels.problem_type,
@@ -48,6 +51,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
         "stopped_early": state.stopped_early,
         "output_dir": str(run.output_dir),
     }
+    if acc.device.type == "cuda":
+        out["train"]["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated(acc.device) / 2**20, 1)
     if run.resumed_from:
         out["resumed_from"] = run.resumed_from
     if state.skipped_batches:

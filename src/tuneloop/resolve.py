@@ -88,11 +88,18 @@ def fill_defaults(config: TrainConfig) -> TrainConfig:
 
 
 def for_this_machine(config: TrainConfig) -> TrainConfig:
-    """`auto` precision and attention for the device this process trains on (a no-op once decided)."""
+    """`auto` precision, attention, compilation and loader workers for the device this process trains on (a
+    no-op once decided). On CPUs these keep the choices measured there; CUDA GPUs get their own."""
     changes = {}
+    cuda = system.runs_on_cuda(config.cpu)
     if config.mixed_precision == "auto":
-        # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); Ampere+ GPUs
-        changes["mixed_precision"] = "bf16" if system.native_bf16(config.cpu) else "no"
-    if config.attention == "auto":
-        changes["attention"] = "chunked" if system.runs_on_cpu(config.cpu) else "sdpa"
+        # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); Ampere+ GPUs; fp16 on older CUDA GPUs
+        changes["mixed_precision"] = "bf16" if system.native_bf16(config.cpu) else "fp16" if cuda else "no"
+    if config.compile == "auto":
+        changes["compile"] = "default" if cuda else "no"
+    if config.attention == "auto":           # chunked attention runs eagerly: compiled models keep SDPA
+        eager = changes.get("compile", config.compile) == "no"
+        changes["attention"] = "chunked" if system.runs_on_cpu(config.cpu) and eager else "sdpa"
+    if config.dataloader_workers is None:
+        changes["dataloader_workers"] = 2 if cuda else 0
     return config.replace(**changes) if changes else config

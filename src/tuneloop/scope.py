@@ -1,6 +1,6 @@
 """Everything process-wide that a run (or an evaluate/predict command) changes, set for it and given back after
 it, also when it raises: the libraries' logging verbosity and progress bars, tuneloop's console handler, the
-random number generators, Accelerate's state singletons and the CPU speed levers (speed.CpuLevers). A notebook
+random number generators, Accelerate's state singletons and the speed levers (speed.SpeedLevers). A notebook
 that trains twice, or trains and then does its own work, finds its process as it left it."""
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def command_scope(quiet: bool):
 
 @contextlib.contextmanager
 def run_scope(config):
-    """For a training run; yields the run's speed.CpuLevers (route a model's attention through them)."""
+    """For a training run; yields the run's speed.SpeedLevers (route a model's attention through them)."""
     on_cpu = system.runs_on_cpu(config.cpu)
-    levers = speed.CpuLevers(bf16_matmuls=on_cpu and config.mixed_precision == "bf16", keep_heap=on_cpu,
-                             chunked_attention=config.attention == "chunked")
+    levers = speed.SpeedLevers(bf16_matmuls=on_cpu and config.mixed_precision == "bf16", keep_heap=on_cpu,
+                               chunked_attention=config.attention == "chunked", tf32=system.runs_on_cuda(config.cpu))
     with library_output(config.quiet), console_logging(config.quiet), random_states(), accelerate_state(), levers:
         yield levers

@@ -38,7 +38,7 @@ class Predictor(contextlib.AbstractContextManager):
     `precision` (PyTorch backend): "bf16" computes the matrix products in bf16 with fp32 accumulation (oneDNN)
     and attention as matmul + softmax in pieces — 1.4x the rows/s of fp32 on a 2-core Xeon with AMX, the way a
     run with `--mixed-precision auto` computed its own evaluation there; "auto" is bf16 on CPUs with AMX, fp32
-    elsewhere. The process-wide settings this takes (speed.CpuLevers) are given back by `close()` / `with`."""
+    elsewhere. The process-wide settings this takes (speed.SpeedLevers) are given back by `close()` / `with`."""
 
     def __init__(self, model_dir: str, threads: int | None = None, precision: str = "fp32"):
         import torch
@@ -59,7 +59,7 @@ class Predictor(contextlib.AbstractContextManager):
         if precision == "auto":
             precision = "bf16" if system.native_bf16(cpu_only=True) else "fp32"
         self.precision = precision if self.backend == "pytorch" else "onnx"
-        self.levers = speed.CpuLevers(bf16_matmuls=True, chunked_attention=True).__enter__() \
+        self.levers = speed.SpeedLevers(bf16_matmuls=True, chunked_attention=True).__enter__() \
             if self.precision == "bf16" else None
         if self.levers is not None:
             self.levers.route_attention(self.model, cheap_masks=False)

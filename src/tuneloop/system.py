@@ -56,6 +56,13 @@ def runs_on_cpu(cpu_option: bool) -> bool:
     return use_cpu(cpu_option) or not accelerator_present()
 
 
+def runs_on_cuda(cpu_option: bool) -> bool:
+    """Whether a run's device will be an NVIDIA (or ROCm) GPU."""
+    import torch
+
+    return not use_cpu(cpu_option) and torch.cuda.is_available()
+
+
 def native_bf16(cpu_only: bool) -> bool:
     """bf16 that the hardware computes natively: Ampere+ GPUs, or CPUs with AMX."""
     import torch

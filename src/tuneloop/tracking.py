@@ -81,6 +81,7 @@ class TrainLog:
         self.started = self.window_start = self.last_line = time.perf_counter()
         self.window_steps = 0
         self.eval_s = 0.0
+        self.first_step_s: float | None = None      # the first optimizer step, compilation included
         self.shown = {"loss": math.nan, "lr": math.nan, "sps": math.nan}
 
     def add_loss(self, loss) -> None:
@@ -92,6 +93,12 @@ class TrainLog:
         """Called once per optimizer step; every `every` steps logs the window's mean loss, lr and throughput,
         and returns that loss (None on other steps, and when every batch of the window was skipped as
         non-finite)."""
+        if self.first_step_s is None:               # the run's one deliberate host sync, to time it
+            if self.accelerator.device.type == "cuda":
+                import torch
+
+                torch.cuda.synchronize(self.accelerator.device)
+            self.first_step_s = time.perf_counter() - self.started
         self.bar.update(1)
         self.window_steps += 1
         self.shown["lr"] = lr

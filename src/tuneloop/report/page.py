@@ -190,7 +190,8 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "eval_s": "evaluation time (s)", "samples_per_second": "training samples / s",
                "steps": "optimizer steps",
                "epochs": "epochs", "num_samples": "training examples", "global_batch_size": "global batch size",
-               "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision"}
+               "setup_s": "set-up time (s)", "num_processes": "processes", "mixed_precision": "mixed precision",
+               "compile": "torch.compile", "first_step_s": "first optimizer step (s), compilation included"}
 
 
 def render_html(run: Run, plots: list[Plot]) -> str:

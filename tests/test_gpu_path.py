@@ -1,0 +1,88 @@
+"""The GPU path's code, checked on the CPU: what `auto` resolves to on CUDA and CPU machines, TF32 set for a run
+and given back, torch.compile through Accelerate (aot_eager: the same tracing, no code generation) training the
+same model as eager with batches in length buckets, and collation in worker processes changing nothing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import tuneloop
+from tuneloop import TrainConfig, resolve, speed, system
+from tuneloop.data.batching import length_bucket
+from tuneloop.errors import ConfigError
+from tuneloop.tracking import read_metrics
+
+from conftest import fast_options
+
+
+def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):
+    cpu = resolve.for_this_machine(TrainConfig())
+    assert (cpu.compile, cpu.dataloader_workers, cpu.attention) == ("no", 0, "chunked")
+    assert resolve.for_this_machine(TrainConfig(compile="aot_eager")).attention == "sdpa"   # chunked runs eagerly
+    monkeypatch.setattr(system, "runs_on_cuda", lambda cpu_option: not cpu_option)
+    monkeypatch.setattr(system, "runs_on_cpu", lambda cpu_option: cpu_option)
+    for native_bf16, precision in ((True, "bf16"), (False, "fp16")):       # Ampere+ / older CUDA GPUs
+        monkeypatch.setattr(system, "native_bf16", lambda cpu_option, v=native_bf16: v)
+        gpu = resolve.for_this_machine(TrainConfig())
+        assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers, gpu.attention) == \
+            (precision, "default", 2, "sdpa")
+    mine = resolve.for_this_machine(TrainConfig(compile="no", dataloader_workers=0, mixed_precision="no"))
+    assert (mine.mixed_precision, mine.compile, mine.dataloader_workers) == ("no", "no", 0)   # the user's word
+
+
+def test_compile_options_are_checked():
+    with pytest.raises(ConfigError, match="--attention: chunked attention runs eagerly"):
+        TrainConfig(attention="chunked", compile="default").validate()
+    with pytest.raises(ConfigError, match="--compile: unknown value"):
+        TrainConfig(compile="fast").validate()
+    with pytest.raises(ConfigError, match="--dataloader-workers: must be >= 0"):
+        TrainConfig(dataloader_workers=-1).validate()
+
+
+def test_tf32_is_set_for_the_run_and_given_back():
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    matmul.fp32_precision = "ieee"
+    try:
+        with speed.SpeedLevers(tf32=True) as levers:
+            assert matmul.fp32_precision == "tf32" and levers.applied["tf32"]
+        assert matmul.fp32_precision == "ieee"
+    finally:
+        matmul.fp32_precision = before
+
+
+def test_length_buckets():
+    assert length_bucket(128) == 16 and length_bucket(64) == 16
+    assert length_bucket(129) == 32 and length_bucket(512) == 32 and length_bucket(None) == 32
+
+
+def train_losses(run_dir) -> list[float]:
+    return [r["train/loss"] for r in read_metrics(run_dir / "metrics.jsonl") if "train/loss" in r]
+
+
+def test_compiled_training_matches_eager_and_saves_a_plain_model(tiny_model, shared_mrpc_dir, tmp_path, capsys):
+    options = dict(task="mrpc", data_dir=str(shared_mrpc_dir), max_length=64, log_every=1,
+                   **fast_options(tiny_model, max_steps=12))
+    eager = tuneloop.train(**options, output_dir=str(tmp_path / "eager"), attention="sdpa")
+    compiled = tuneloop.train(**options, output_dir=str(tmp_path / "compiled"), compile="aot_eager")
+    assert compiled["train"]["compile"] == "aot_eager" and compiled["train"]["first_step_s"] > 0
+    assert train_losses(tmp_path / "compiled") == pytest.approx(train_losses(tmp_path / "eager"), abs=1e-5)
+    assert compiled["eval"]["accuracy"] == eager["eval"]["accuracy"]
+    a = load_file(str(tmp_path / "eager" / "model" / "model.safetensors"))
+    b = load_file(str(tmp_path / "compiled" / "model" / "model.safetensors"))
+    assert sorted(a) == sorted(b)                         # no `_orig_mod.` in the saved names
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-3
+    # a compiled run pads to length buckets (multiples of 16 here), an eager one to the longest row
+    capsys.readouterr()
+    shapes = tuneloop.train(**options, output_dir=str(tmp_path / "dry"), compile="aot_eager", dry_run=True)
+    assert shapes["batch_shapes"]["input_ids"][1] % 16 == 0
+
+
+def test_collation_in_worker_processes_changes_nothing(tiny_model, shared_mrpc_dir, tmp_path):
+    options = dict(task="mrpc", data_dir=str(shared_mrpc_dir), log_every=1, **fast_options(tiny_model, max_steps=8))
+    tuneloop.train(**options, output_dir=str(tmp_path / "main"), dataloader_workers=0)
+    two = tuneloop.train(**options, output_dir=str(tmp_path / "workers"), dataloader_workers=2)
+    assert train_losses(tmp_path / "workers") == train_losses(tmp_path / "main")
+    assert two["eval"]["num_samples"] == 60
