@@ -23,7 +23,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, run_child, write_atomic  # noqa: E402
+from bench_train import DEFAULT_DATA_DIR, default_out, finish, machine_info, run_child, write_atomic  # noqa: E402
 
 SPACE = """lr: {low: 1.0e-5, high: 3.0e-4, log: true}
 epochs: {low: 1, high: 4}
@@ -100,9 +100,7 @@ def main(argv=None) -> int:
             result["parts"]["best-seeds"] = {**seed_summary(folder), "wall_s": wall, "params": s["best"]["params"]}
             print(f"best-seeds: {json.dumps(result['parts']['best-seeds'])}", flush=True)
             write_atomic(out, result)
-    print(f"results: {out}")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(out, result, work)
 
 
 if __name__ == "__main__":

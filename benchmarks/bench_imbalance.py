@@ -22,7 +22,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, run_child, write_atomic  # noqa: E402
+from bench_train import DEFAULT_DATA_DIR, default_out, finish, machine_info, run_child, write_atomic  # noqa: E402
 
 VARIANTS = {"plain": [], "weights": ["--class-weights", "balanced"], "sampler": ["--sampler", "balanced"]}
 MINORITY = "not_equivalent"
@@ -99,11 +99,7 @@ def main(argv=None) -> int:
                                             ("minority_f1", lambda r: r["minority"]["f1"]),
                                             ("accuracy", lambda r: r["accuracy"]))}
                          for v in variants}
-    write_atomic(out, result)
-    print(json.dumps(result["summary"], indent=2))
-    print(f"results: {out}")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(out, result, work, shown=result["summary"])
 
 
 if __name__ == "__main__":

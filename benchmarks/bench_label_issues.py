@@ -19,7 +19,6 @@ import datetime as dt
 import json
 import os
 import random
-import shutil
 import sys
 import tempfile
 
@@ -27,7 +26,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, run_child, write_atomic  # noqa: E402
+from bench_train import DEFAULT_DATA_DIR, default_out, finish, machine_info, run_child  # noqa: E402
 
 
 def write_noisy(data_dir: str, out_dir: str, share: float, seed: int) -> dict:
@@ -104,11 +103,7 @@ def main(argv=None) -> int:
         seen = np.flatnonzero(counts[epoch])
         p_given = sums[epoch, seen, given[seen]] / counts[epoch, seen]
         result[name] = scores([f"train-{int(i)}" for i in seen[np.argsort(p_given, kind="stable")]], flipped)
-    write_atomic(out, result)
-    print(json.dumps({k: v for k, v in result.items() if k not in ("machine",)}, indent=2))
-    print(f"results: {out}")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(out, result, work, shown={k: v for k, v in result.items() if k not in ("machine",)})
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import default_out, machine_info, run_child, version, write_atomic  # noqa: E402
+from bench_train import default_out, finish, machine_info, run_child, version, write_atomic  # noqa: E402
 
 PACKAGES = ("numpy", "scipy", "pandas", "sklearn", "networkx", "sympy")
 DISTRIBUTIONS = {"sklearn": "scikit-learn"}
@@ -145,11 +145,7 @@ def main(argv=None) -> int:
     keys = ("accuracy", "f1_macro", "train_loop_s", "training_s", "wall_s")
     result["summary"] = {v: {k: round(statistics.fmean(r[k] for r in result["runs"] if r["policy"] == v), 4)
                              for k in keys} for v in policies}
-    write_atomic(out, result)
-    print(json.dumps(result["summary"], indent=2))
-    print(f"results: {out}")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(out, result, work, shown=result["summary"])
 
 
 if __name__ == "__main__":

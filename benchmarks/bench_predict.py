@@ -17,14 +17,13 @@ import csv
 import datetime as dt
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, run_child, write_atomic  # noqa: E402
+from bench_train import DEFAULT_DATA_DIR, default_out, finish, machine_info, run_child, write_atomic  # noqa: E402
 
 PIPELINE = r"""
 import csv, json, sys, time
@@ -100,11 +99,7 @@ def main(argv=None) -> int:
     result["summary"] = {way: {"rows_per_s": round(statistics.fmean(r["rows_per_s"] for r in result["runs"]
                                                                     if r["way"] == way), 2)}
                          for way in ("pytorch", "onnx-fp32", "onnx-int8", "pipeline")}
-    write_atomic(out, result)
-    print(json.dumps(result["summary"], indent=2))
-    print(f"results: {out}")
-    shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return finish(out, result, work, shown=result["summary"])
 
 
 if __name__ == "__main__":

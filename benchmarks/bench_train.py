@@ -338,6 +338,18 @@ def write_atomic(path: str, data: dict) -> None:
         raise
 
 
+def finish(out: str, result: dict, work: str | None = None, shown: dict | None = None) -> int:
+    """The end of a benchmark script: the results written atomically, `shown` printed (the summary), where the
+    file is, the scratch folder removed; returns the exit status 0."""
+    write_atomic(out, result)
+    if shown is not None:
+        print(json.dumps(shown, indent=2))
+    print(f"results: {out}")
+    if work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def default_out(date: str, machine: dict, suffix: str = "") -> str:
     base = os.path.join(HERE, "results", f"{date}-{machine_slug(machine)}{suffix}")
     path, n = base + ".json", 2

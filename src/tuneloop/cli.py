@@ -7,7 +7,7 @@ import dataclasses
 import json
 import sys
 
-from .config import TrainConfig
+from .config import PRUNERS, SERVE_PRECISIONS, TrainConfig
 from .errors import Interrupted, TuneloopError
 from .flags import add_config_arguments, options_from_namespace
 from .version import __version__
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--storage", metavar="URL", help="Optuna storage URL, e.g. postgresql://user@host/db "
                         "(default: a journal file OUT/study.journal)")
     search.add_argument("--study", default="tuneloop", metavar="NAME", help="study name (default: tuneloop)")
-    search.add_argument("--pruner", default="median", choices=("median", "halving", "none"),
+    search.add_argument("--pruner", default="median", choices=PRUNERS,
                         help="stop unpromising trials at an evaluation (default: median)")
     search.add_argument("--resume", action="store_true", help="continue a search: interrupted trials resume from "
                         "their checkpoints, finished ones are kept")
@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-rows", type=int, default=256, metavar="N", help="rows per request (default: 256)")
     serve.add_argument("--max-body-kb", type=int, default=1024, metavar="KB", help="request size (default: 1024)")
     serve.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's)")
-    serve.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="PyTorch backend: "
+    serve.add_argument("--precision", default="auto", choices=SERVE_PRECISIONS, help="PyTorch backend: "
                        "bf16 matrix products (fp32 accumulation), 1.4x the rows/s of fp32 on CPUs with AMX; auto: "
                        "bf16 where the CPU has AMX, fp32 elsewhere (default: auto)")
 

@@ -38,6 +38,8 @@ RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 CALIBRATION = ("none", "temperature")               # calibrate.py / decision.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments.py
+PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
+SERVE_PRECISIONS = ("auto", "fp32", "bf16")          # tuneloop serve --precision (serve.py)
 GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
 
 
@@ -209,6 +211,11 @@ class TrainConfig:
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output")
 
+    @property
+    def compiled(self) -> bool:
+        """Whether the model is torch.compiled (`auto` counts as not yet: resolve.for_this_machine decides it)."""
+        return self.compile not in ("no", "auto")
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> "TrainConfig":
         """Check every option before any work starts; raise ConfigError naming the option."""
@@ -267,7 +274,7 @@ class TrainConfig:
                  "k-fold splits one --train-file (leave out --validation-file and --data-dir)")
         if self.windows is not None:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
-        need(self.attention != "chunked" or self.compile in ("no", "auto"), "attention",
+        need(self.attention != "chunked" or not self.compiled, "attention",
              "chunked attention runs eagerly, not under --compile; leave --attention auto (SDPA when compiling)")
         if self.dataloader_workers is not None:
             need(self.dataloader_workers >= 0, "dataloader_workers", f"must be >= 0, got {self.dataloader_workers}")

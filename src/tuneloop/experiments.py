@@ -63,9 +63,8 @@ def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict
     out = Path(config.output_dir)
     check_run_folder(out, config.overwrite, resume=config.resume is not None)
     base = config.replace(seeds=None, num_seeds=None)
-    runs, used = [], {options.get("seed", config.seed) for _, options in planned_runs(config)}
     queue = planned_runs(config)
-    retries = set()
+    runs, used, retries = [], {options.get("seed", config.seed) for _, options in queue}, set()
     while queue:
         name, options = queue.pop(0)
         results = _run_one(base, out / name, options, on_step)

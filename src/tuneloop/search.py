@@ -30,14 +30,13 @@ from pathlib import Path
 
 from .atomic import atomic_folder, atomic_write_json
 from .checkpoint import list_checkpoints
-from .config import TrainConfig
+from .config import PRUNERS, TrainConfig
 from .errors import ConfigError, Interrupted
 from .loop import run_training
 from .tasks import lower_is_better
 from .values import coerce, read_yaml_mapping
 
 log = logging.getLogger("tuneloop")
-PRUNERS = ("median", "halving", "none")
 TRIALS_DIR, BEST_DIR, SEARCH_FILE = "trials", "best", "search.json"
 PRUNE_RESOLUTION = 20          # evaluations are reported at epoch × 20 (0.05-epoch steps): trials of other batch
                                # sizes are compared at the same point of training
@@ -100,6 +99,8 @@ def open_study(out: Path, options: SearchOptions, seed: int):
     """Create or load the study (maximising the signed score: the metric, negated when lower is better)."""
     import optuna
 
+    if options.pruner not in PRUNERS:
+        raise ConfigError(f"--pruner: unknown value {options.pruner!r}; choose one of {', '.join(PRUNERS)}")
     if options.storage:
         storage = options.storage
     else:

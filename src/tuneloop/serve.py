@@ -21,7 +21,6 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 from fastapi import FastAPI, Request                 # this module is imported by `tuneloop serve` only
@@ -29,7 +28,6 @@ from fastapi.responses import JSONResponse
 
 log = logging.getLogger("tuneloop")
 CHUNK = 16                  # rows per forward pass inside a batch, after sorting by length
-PRECISIONS = ("auto", "fp32", "bf16")
 
 
 class Predictor(contextlib.AbstractContextManager):
@@ -44,10 +42,12 @@ class Predictor(contextlib.AbstractContextManager):
         import torch
 
         from . import speed, system
+        from .config import SERVE_PRECISIONS
+        from .onnx_backend import is_onnx_folder
         from .predict import decision_rule, load_trained, text_policy
 
-        if precision not in PRECISIONS:
-            raise ValueError(f"precision: one of {', '.join(PRECISIONS)}, got {precision!r}")
+        if precision not in SERVE_PRECISIONS:
+            raise ValueError(f"precision: one of {', '.join(SERVE_PRECISIONS)}, got {precision!r}")
         if threads:
             torch.set_num_threads(threads)
         self.model, self.tokenizer, self.meta, self.labels = load_trained(model_dir)
@@ -55,7 +55,7 @@ class Predictor(contextlib.AbstractContextManager):
         self.policy = text_policy(self.meta, self.tokenizer)
         self.rule = decision_rule(self.meta, self.labels, raw=False)
         self.columns = self.meta.get("text_columns") or []
-        self.backend = "onnx" if (Path(model_dir) / "model.onnx").is_file() else "pytorch"
+        self.backend = "onnx" if is_onnx_folder(model_dir) else "pytorch"
         if precision == "auto":
             precision = "bf16" if system.native_bf16(cpu_only=True) else "fp32"
         self.precision = precision if self.backend == "pytorch" else "onnx"
