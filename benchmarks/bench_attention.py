@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     import torch
     import torch.nn.functional as F
 
-    from tuneloop import speed
+    from tuneloop.runtime import speed
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--heads", type=int, default=12)

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "src"))
 from _debtags import write_debtags  # noqa: E402
 from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, run_child, write_atomic  # noqa: E402
 
-from tuneloop.decision import MULTI, SINGLE, DecisionRule, coverage_curve, ece, nll  # noqa: E402
+from tuneloop.decision.rule import MULTI, SINGLE, DecisionRule, coverage_curve, ece, nll  # noqa: E402
 
 LEVELS = (0.8, 0.9)
 

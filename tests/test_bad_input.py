@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from tuneloop.cli import main
-
 from conftest import fast_options
+
+from tuneloop.cli.main import main
 
 
 def run_cli(argv, capsys):
@@ -141,7 +140,7 @@ def test_a_tracker_whose_package_is_missing_is_refused_up_front(monkeypatch):
 def test_progress_in_a_log_file_is_plain_lines(tiny_model, shared_mrpc_dir, tmp_path, capfd):
     """stderr that is not a terminal (here pytest's capture file, as a log file would be): no carriage-return bar
     frames, no datasets bars, a plain progress line."""
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     assert main(["train", "--task", "mrpc", "--data-dir", str(shared_mrpc_dir), "--model", tiny_model,
                  "--output-dir", str(tmp_path / "run"), "--max-steps", "6", "--mixed-precision", "no",

@@ -13,14 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import build_tiny_model, fast_options, write_mrpc_folder
 from safetensors.torch import load_file
 
 import tuneloop
 from tuneloop import TrainConfig, TuneloopError
-from tuneloop.checkpoint import list_checkpoints
-from tuneloop.tracking import read_metrics
-
-from conftest import build_tiny_model, fast_options, write_mrpc_folder
+from tuneloop.training.checkpoint import list_checkpoints
+from tuneloop.training.progress import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -184,7 +183,7 @@ def test_resume_without_checkpoints_is_a_clear_error(tiny_model, data_dir, tmp_p
 
 
 def test_cli_resume_needs_only_the_output_dir(tiny_model, data_dir, tmp_path, capsys):
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     out = tmp_path / "run"
     opts = options(tiny_model, data_dir, out, max_steps=20)
@@ -221,7 +220,7 @@ def test_early_stopping(tiny_model, tmp_path):
 
 
 def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
-    from tuneloop import setup
+    from tuneloop.training import setup_steps as setup
 
     real_load = setup.load_model
 
@@ -247,7 +246,7 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
 
 
 def test_options_newer_than_a_checkpoint_count_as_their_defaults():
-    from tuneloop.checkpoint import incompatible_changes
+    from tuneloop.training.checkpoint import incompatible_changes
 
     current = TrainConfig(lr=1e-4).to_dict()
     older = {k: v for k, v in current.items() if k not in ("class_weights", "truncation", "windows")}

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tuneloop import ConfigError, TrainConfig
-from tuneloop.cli import main
+from tuneloop.cli.main import main
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -83,13 +83,13 @@ def test_help_groups_options_and_shows_defaults(capsys):
 
 
 def preset_fast() -> dict:
-    from tuneloop.resolve import preset
+    from tuneloop.config.resolve import preset
 
     return preset("fast")
 
 
 def test_presets_are_shipped_yaml_files_and_the_recipe_choices():
-    from tuneloop.config import PRESETS_DIR, RECIPES
+    from tuneloop.config.options import PRESETS_DIR, RECIPES
 
     assert (PRESETS_DIR / "fast.yaml").is_file() and "fast" in RECIPES
     fast = preset_fast()
@@ -98,9 +98,9 @@ def test_presets_are_shipped_yaml_files_and_the_recipe_choices():
 
 
 def test_options_you_give_win_over_a_preset_at_every_layer(tmp_path):
-    from tuneloop.cli import build_parser
-    from tuneloop.flags import options_from_namespace
-    from tuneloop.resolve import resolve_config
+    from tuneloop.cli.main import build_parser
+    from tuneloop.config.flags import options_from_namespace
+    from tuneloop.config.resolve import resolve_config
 
     fast = resolve_config(recipe="fast")
     assert {k: getattr(fast, k) for k in preset_fast()} == preset_fast()
@@ -121,8 +121,8 @@ def test_options_you_give_win_over_a_preset_at_every_layer(tmp_path):
 
 
 def test_resolution_fills_what_was_left_to_tuneloop():
-    from tuneloop.resolve import resolve_config
-    from tuneloop.system import native_bf16, runs_on_cpu
+    from tuneloop.config.resolve import resolve_config
+    from tuneloop.runtime.machine import native_bf16, runs_on_cpu
 
     resolved = resolve_config()
     assert (resolved.task, resolved.data_dir) == ("mrpc", "sample")
@@ -139,7 +139,7 @@ def test_resolution_fills_what_was_left_to_tuneloop():
 
 
 def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
-    from tuneloop.resolve import resolve_config
+    from tuneloop.config.resolve import resolve_config
 
     run = resolve_config(output_dir=str(tmp_path), lr=2e-4, epochs=5, mixed_precision="no")
     run.save_yaml(tmp_path / "config.yaml")
@@ -156,14 +156,14 @@ def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
     ({"learning_rate": 1e-4}, r"unknown option\(s\) learning_rate"),
 ])
 def test_resolution_refuses_before_reading_any_data(options, message):
-    from tuneloop.resolve import resolve_config
+    from tuneloop.config.resolve import resolve_config
 
     with pytest.raises(ConfigError, match=message):
         resolve_config(**options)
 
 
 def test_metric_for_best_of_own_data_is_checked_against_the_problem_type(tmp_path):
-    from tuneloop.resolve import resolve_config
+    from tuneloop.config.resolve import resolve_config
 
     data = tmp_path / "t.csv"
     data.write_text("text,label\na,0\nb,1\n")
@@ -173,7 +173,7 @@ def test_metric_for_best_of_own_data_is_checked_against_the_problem_type(tmp_pat
 
 
 def test_eval_every_in_steps_or_times_per_epoch():
-    from tuneloop.state import Plan
+    from tuneloop.training.state import Plan
 
     assert Plan.make(100, TrainConfig(eval_every="4/epoch"), 1).eval_interval == 25
     assert Plan.make(100, TrainConfig(eval_every=30), 1).eval_interval == 30
@@ -185,7 +185,7 @@ def test_eval_every_in_steps_or_times_per_epoch():
 def test_example_configs_are_valid_options():
     from pathlib import Path
 
-    from tuneloop.config import read_yaml_options
+    from tuneloop.config.options import read_yaml_options
 
     folder = Path(__file__).resolve().parents[1] / "configs"
     files = sorted(folder.glob("*.yaml"))

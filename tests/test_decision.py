@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from tuneloop.calibrate import fit_decision
-from tuneloop.config import parse_objective
-from tuneloop.decision import MULTI, SINGLE, DecisionRule, best_threshold, ece, fit_temperature, fit_thresholds
+from tuneloop.config.options import parse_objective
+from tuneloop.decision.fit import fit_decision
+from tuneloop.decision.rule import MULTI, SINGLE, DecisionRule, best_threshold, ece, fit_temperature, fit_thresholds
 
 
 def sample(n, k, temperature, seed=0):

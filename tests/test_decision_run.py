@@ -9,12 +9,11 @@ import math
 import random
 
 import pytest
+from conftest import fast_options, keyword_pair
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.cli import main
-
-from conftest import fast_options, keyword_pair
+from tuneloop.cli.main import main
 
 
 def write_pairs(path, n, seed, noise=0.15):

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import fast_options, write_mrpc_folder
 from safetensors.torch import load_file
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.tracking import read_metrics
-
-from conftest import fast_options, write_mrpc_folder
+from tuneloop.training.progress import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,7 +92,7 @@ def test_two_processes_count_each_validation_example_once(two_process_run, tiny_
     assert results["train"]["num_processes"] == 2 and results["train"]["global_batch_size"] == 8
     assert results["eval"]["num_samples"] == 61
     # the same weights evaluated by a single process give the same metrics
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     target = tmp_path / "single.json"
     assert main(["evaluate", "--model", str(out / "model"), "--output", str(target), "--quiet", "--raw"]) == 0

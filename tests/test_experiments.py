@@ -15,12 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import fast_options, keyword_pair
 
 import tuneloop
-from tuneloop import experiments
-from tuneloop.cli import main
-
-from conftest import fast_options, keyword_pair
+from tuneloop.cli.main import main
+from tuneloop.experiments import runs as experiments
 
 ROOT = Path(__file__).resolve().parents[1]
 

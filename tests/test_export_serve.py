@@ -19,13 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import fast_options, write_mrpc_folder
 
 import tuneloop
-from tuneloop import export as export_module
-from tuneloop.cli import main
-from tuneloop.onnx_backend import OnnxModel
-
-from conftest import fast_options, write_mrpc_folder
+from tuneloop.cli.main import main
+from tuneloop.deploy import export as export_module
+from tuneloop.model.onnx_model import OnnxModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,19 +78,19 @@ def test_int8_export_and_the_gate(run_dir, tmp_path, monkeypatch, capsys):
     report = json.loads((target / "export_report.json").read_text())
     assert report["quantize"] == "int8" and report["gate"]["rows"] == 60
     assert "gate on 60 validation rows" in capsys.readouterr().out
-    real = export_module.evaluation_of
+    real = export_module.evaluation
 
     main_metric = report["gate"]["main_metric"]
 
-    def worse(model_dir, overrides, output=None, raw_scores=False):     # the exported model scores 2 points lower
-        results, evaluation = real(model_dir, overrides, output, raw_scores)
-        if Path(model_dir).name != "model":
+    def worse(clf, overrides, output=None, raw=False):     # the exported model scores 2 points lower
+        results, evaluation = real(clf, overrides, output, raw)
+        if clf.backend == "onnx":
             split = next(iter(evaluation.metrics))
             evaluation.metrics[split] = {**evaluation.metrics[split],
                                          main_metric: evaluation.metrics[split][main_metric] - 0.02}
         return results, evaluation
 
-    monkeypatch.setattr(export_module, "evaluation_of", worse)
+    monkeypatch.setattr(export_module, "evaluation", worse)
     refused = tmp_path / "refused"
     assert main(["export", str(run_dir), "--output", str(refused), "--quantize", "int8", "--quiet"]) == 2
     assert f"export refused: {main_metric}" in capsys.readouterr().err and not refused.exists()
@@ -209,21 +208,73 @@ def test_sigterm_finishes_the_requests_in_flight(exported):
     assert "Traceback" not in s.proc.stderr.read()
 
 
-def test_pytorch_predictor_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir):
+def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir):
     from transformers import modeling_utils
 
-    from tuneloop.serve import Predictor
+    import tuneloop
 
     items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
     matmul = torch.backends.mkldnn.matmul
     before = (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"])
-    with Predictor(str(run_dir / "model"), precision="fp32") as fp32:
-        assert fp32.metadata()["precision"] == "fp32" and fp32.levers is None
+    with tuneloop.load(run_dir / "model", precision="fp32") as fp32:
+        assert fp32.describe()["precision"] == "fp32" and fp32._levers is None
         expected = fp32.predict(items)
-    with Predictor(str(run_dir / "model"), precision="bf16") as bf16:
-        assert bf16.metadata()["precision"] == "bf16" and matmul.fp32_precision == "bf16"
+    with tuneloop.load(run_dir / "model", precision="bf16") as bf16:
+        assert bf16.describe()["precision"] == "bf16" and matmul.fp32_precision == "bf16"
         got = bf16.predict(items)
     assert (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"]) == before
     for a, b in zip(expected, got):
         assert a["label"] == b["label"]
         assert a["probabilities"]["equivalent"] == pytest.approx(b["probabilities"]["equivalent"], abs=0.02)
+
+
+@pytest.mark.parametrize("backend", ["pytorch", "onnx"])
+def test_load_predict_equals_the_predict_command(run_dir, exported, tmp_path, backend):
+    """`tuneloop.load(dir).predict([...])` gives the rows `tuneloop predict --input` writes, for both backends."""
+    folder = run_dir / "model" if backend == "pytorch" else exported
+    pairs = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha"),
+             ("one two", "beta beta alpha")]
+    source = tmp_path / "new.csv"
+    source.write_text("sentence1,sentence2\n" + "".join(f"{a},{b}\n" for a, b in pairs))
+    written = tmp_path / "new.predictions.jsonl"
+    assert main(["predict", "--model", str(folder), "--input", str(source), "--output", str(written), "--quiet"]) == 0
+    expected = [json.loads(line) for line in written.read_text().splitlines()]
+    with tuneloop.load(folder) as clf:
+        assert clf.backend == backend
+        got = clf.predict(pairs)
+        proba = clf.predict_proba(pairs)
+        single = clf.predict(pairs[0])
+    assert [r["label"] for r in got] == [r["label"] for r in expected]
+    for row, file_row, p in zip(got, expected, proba):
+        for i, name in enumerate(clf.labels):
+            assert row["probabilities"][name] == pytest.approx(file_row[f"prob_{name}"], abs=1e-5)
+            assert p[i] == pytest.approx(file_row[f"prob_{name}"], abs=1e-5)
+    assert single == got[0]
+
+
+def test_a_classifier_loads_its_model_once_for_many_texts(run_dir, monkeypatch):
+    from transformers import AutoModelForSequenceClassification
+
+    calls = []
+    real = AutoModelForSequenceClassification.from_pretrained.__func__
+
+    def counting(cls, *args, **kwargs):
+        calls.append(args[0])
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(AutoModelForSequenceClassification, "from_pretrained", classmethod(counting))
+    texts = [(f"the cat {'alpha' if i % 2 else 'beta'} sat", "a dog") for i in range(1000)]
+    with tuneloop.load(run_dir) as clf:          # a run folder: its model/
+        rows = clf.predict(texts)
+        clf.predict(texts[:3])
+    assert len(rows) == 1000 and len(calls) == 1
+
+
+def test_a_classifier_refuses_texts_it_cannot_read_in_one_line(run_dir):
+    with tuneloop.load(run_dir / "model") as clf:
+        with pytest.raises(tuneloop.TuneloopError, match="reads pairs of texts"):
+            clf.predict(["one text"])
+        with pytest.raises(tuneloop.TuneloopError, match=r"texts\[1\]"):
+            clf.predict([("a", "b"), 3])
+        with pytest.raises(tuneloop.TuneloopError, match="empty list"):
+            clf.predict([])

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import fast_options
 from safetensors.torch import load_file
 
 import tuneloop
-from tuneloop import TrainConfig, resolve, speed, system
+from tuneloop import TrainConfig
+from tuneloop.config import resolve
 from tuneloop.data.batching import length_bucket
-from tuneloop.errors import ConfigError
-from tuneloop.tracking import read_metrics
-
-from conftest import fast_options
+from tuneloop.exceptions import ConfigError
+from tuneloop.runtime import machine as system
+from tuneloop.runtime import speed
+from tuneloop.training.progress import read_metrics
 
 
 def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):

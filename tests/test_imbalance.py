@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import csv
 import json
+
 import numpy as np
 import pytest
 import torch
+from conftest import fast_options
+from test_validation_split import write_reviews
 
 import tuneloop
 from tuneloop import ConfigError, TrainConfig
 from tuneloop.data import balance
 from tuneloop.data.batching import LengthGroupedSampler
 from tuneloop.data.labels import LabelSchema
-from tuneloop.losses import TrainingLoss
-
-from conftest import fast_options
-from test_validation_split import write_reviews
+from tuneloop.model.losses import TrainingLoss
 
 SINGLE = LabelSchema("single_label_classification", ["neg", "neu", "pos"])
 MULTI = LabelSchema("multi_label_classification", ["a", "b", "c"])

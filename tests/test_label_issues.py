@@ -10,13 +10,13 @@ import random
 import numpy as np
 import pytest
 import torch
+from conftest import fast_options, keyword_pair
 from sklearn.metrics import roc_auc_score
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.label_issues import TrainingDynamics, mean_probabilities, rank
-
-from conftest import fast_options, keyword_pair
+from tuneloop.analysis.label_issues import mean_probabilities, rank
+from tuneloop.training.dynamics import TrainingDynamics
 
 
 def test_record_pools_windows_within_an_epoch_then_epochs():
@@ -102,7 +102,7 @@ def test_flipped_labels_rank_first_in_label_issues_csv(noisy_run):
 
 
 def test_inspect_prints_both_lists_and_the_report_shows_them(noisy_run, capsys, tmp_path):
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     out, _, flipped = noisy_run
     assert main(["inspect", str(out), "--top", "3"]) == 0

@@ -9,13 +9,12 @@ import random
 
 import numpy as np
 import pytest
+from conftest import FILLER, fast_options
 
 import tuneloop
 from tuneloop import ConfigError, TrainConfig
 from tuneloop.data.long_texts import TextPolicy, cut, kept, split_budget, window_starts
-from tuneloop.metrics import pool_windows
-
-from conftest import FILLER, fast_options
+from tuneloop.evaluation.metrics import pool_windows
 
 
 def test_budget_is_taken_from_the_longer_text_first():
@@ -138,7 +137,7 @@ def test_windowed_run_scores_one_prediction_per_text(windowed_run):
 
 
 def test_evaluate_and_predict_apply_the_saved_policy(windowed_run, long_docs, tmp_path):
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     out, results = windowed_run
     _, dev = long_docs
@@ -172,7 +171,7 @@ def test_the_end_of_a_long_text_is_learned_by_tail_and_windows_not_head(tiny_mod
 def test_two_processes_pool_the_same_one_row_per_input(windowed_run, long_docs, tmp_path):
     from test_distributed import run, torchrun_commands
 
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     out, results = windowed_run
     _, dev = long_docs

@@ -7,12 +7,11 @@ import json
 import random
 
 import pytest
+from conftest import fast_options, sentence
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.cli import main
-
-from conftest import fast_options, sentence
+from tuneloop.cli.main import main
 
 TOPICS = {"sport": "alpha", "politics": "beta", "science": "gamma"}
 

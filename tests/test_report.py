@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from conftest import fast_options
 
 import tuneloop
 from tuneloop import TrainConfig, TuneloopError
 from tuneloop.report import hub_id, write_model_card, write_report
-
-from conftest import fast_options
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

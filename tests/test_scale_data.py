@@ -7,16 +7,15 @@ import os
 import random
 
 import numpy as np
+from conftest import keyword_pair
 
-from tuneloop.config import TrainConfig
+from tuneloop.config.options import TrainConfig
 from tuneloop.data.batching import LengthGroupedSampler
+from tuneloop.data.long_texts import TextPolicy
 from tuneloop.data.prepare import prepare_data
 from tuneloop.data.sources import load_user_files
-from tuneloop.data.long_texts import TextPolicy
 from tuneloop.data.tokenize import describe_stats, tokenize
-from tuneloop.model import load_tokenizer
-
-from conftest import keyword_pair
+from tuneloop.model.loading import load_tokenizer
 
 
 def write_pairs(path, n: int, seed: int = 0) -> str:

@@ -9,11 +9,10 @@ import signal
 
 import pytest
 import torch
+from conftest import fast_options
 
 import tuneloop
 from tuneloop import TrainConfig
-
-from conftest import fast_options
 
 
 def process_state() -> dict:

@@ -7,10 +7,9 @@ import json
 
 import pytest
 import torch
-
-from tuneloop import speed
-
 from conftest import build_tiny_model, fast_options
+
+from tuneloop.runtime import speed
 
 
 @pytest.mark.parametrize("p", [0.1, 0.25, 0.5])

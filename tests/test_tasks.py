@@ -6,14 +6,13 @@ import json
 import math
 
 import pytest
+from conftest import fast_options
+from glue_fixtures import write_glue_task
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.cli import main
+from tuneloop.cli.main import main
 from tuneloop.tasks import TASKS
-
-from conftest import fast_options
-from glue_fixtures import write_glue_task
 
 RANGES = {"accuracy": (0, 1), "f1": (0, 1), "matthews_correlation": (-1, 1), "pearson": (-1, 1),
           "spearmanr": (-1, 1)}

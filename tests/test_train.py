@@ -7,13 +7,12 @@ import json
 import pytest
 import torch
 import yaml
+from conftest import fast_options
 
 import tuneloop
 from tuneloop import TrainConfig
-from tuneloop.cli import main
-from tuneloop.tracking import read_metrics
-
-from conftest import fast_options
+from tuneloop.cli.main import main
+from tuneloop.training.progress import read_metrics
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +147,7 @@ def test_tensorboard_event_files(tiny_model, shared_mrpc_dir, tmp_path):
 
 def test_dropout_option_sets_every_dropout_probability(tiny_model, tmp_path):
     from tuneloop.data.labels import LabelSchema
-    from tuneloop.model import load_model
+    from tuneloop.model.loading import load_model
 
     labels = LabelSchema("single_label_classification", ["no", "yes"])
     model = load_model(tiny_model, labels, dropout=0.25)

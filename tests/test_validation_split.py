@@ -10,13 +10,12 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import fast_options, sentence
 
 import tuneloop
 from tuneloop import ConfigError, TrainConfig
 from tuneloop.data.labels import LabelSchema
 from tuneloop.data.split import split_rows, stratify_keys
-
-from conftest import fast_options, sentence
 
 
 def write_reviews(path, n=300, positive_share=0.3, seed=0):
@@ -82,7 +81,7 @@ def test_the_split_is_recorded_and_reported(held_out_run):
 
 
 def test_resume_and_evaluate_see_the_same_rows(held_out_run, tmp_path):
-    from tuneloop.cli import main
+    from tuneloop.cli.main import main
 
     data, out, results = held_out_run
     before = json.loads((out / "split.json").read_text())

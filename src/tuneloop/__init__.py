@@ -1,25 +1,23 @@
-"""tuneloop: fine-tune pretrained transformer encoders for text classification and regression."""
+"""tuneloop: fine-tune pretrained transformers for text classification and regression.
 
-from .config import TrainConfig
-from .errors import ConfigError, DataError, Interrupted, TuneloopError
+    import tuneloop
+    results = tuneloop.train(train_file="train.csv", validation_file="dev.csv", epochs=3)
+    with tuneloop.load(results["output_dir"]) as clf:
+        clf.predict(["a text", "another text"])
+"""
+
+from .api import load, notebook_train, train
+from .config.options import TrainConfig
+from .exceptions import ConfigError, DataError, Interrupted, TuneloopError
 from .version import __version__
 
-
-def train(config: TrainConfig | None = None, *, on_step=None, **options) -> dict:
-    """Fine-tune, evaluate and save; returns the contents of results.json. See `TrainConfig` for options;
-    `on_step(state)` is called after every optimizer step. With `seeds`, `num_seeds` or `folds`, one run per
-    seed or fold and the summary (summary.json's contents) instead."""
-    from .experiments import train as _train
-
-    return _train(config, on_step=on_step, **options)
+__all__ = ["Classifier", "ConfigError", "DataError", "Interrupted", "TrainConfig", "TuneloopError", "__version__",
+           "load", "notebook_train", "train"]
 
 
-def notebook_train(config: TrainConfig | None = None, num_processes: int | None = None, **options) -> dict:
-    """`train` on several processes from a notebook, through accelerate.notebook_launcher."""
-    from .launch import notebook_train as _notebook_train
+def __getattr__(name):
+    if name == "Classifier":        # imported on first use: `import tuneloop` stays light (no torch)
+        from .predict.classifier import Classifier
 
-    return _notebook_train(config, num_processes=num_processes, **options)
-
-
-__all__ = ["notebook_train", "TrainConfig", "train", "TuneloopError", "ConfigError", "DataError", "Interrupted",
-           "__version__"]
+        return Classifier
+    raise AttributeError(f"module 'tuneloop' has no attribute {name!r}")

@@ -1,12 +1,18 @@
 """What a task reports: the GLUE tasks (columns, labels, metrics, Hub ids, the file layout the GLUE distribution
 ships) and, for the user's own data, the metrics of each problem type; which metric is the main one and which
-are better when lower. How the metrics are computed is metrics.py's job."""
+are better when lower. How the metrics are computed is evaluation/metrics.py's job."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 HUB_DATASET = "nyu-mll/glue"
+
+# the problem types (transformers' names, as config.json and tuneloop.json record them)
+SINGLE_LABEL = "single_label_classification"
+MULTI_LABEL = "multi_label_classification"
+REGRESSION = "regression"
+PROBLEM_TYPES = (SINGLE_LABEL, MULTI_LABEL, REGRESSION)
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,7 @@ class TaskSpec:
 
     @property
     def problem_type(self) -> str:
-        return "regression" if self.label_names is None else "single_label_classification"
+        return REGRESSION if self.label_names is None else SINGLE_LABEL
 
     @property
     def num_labels(self) -> int:
@@ -110,11 +116,10 @@ def get_task(name: str | None) -> TaskSpec | None:
 
 
 # ---------------------------------------------------------------------------------------------- metric catalogue
-PROBLEM_TYPES = ("single_label_classification", "multi_label_classification", "regression")
-CLASSIFICATION = ("accuracy", "f1_macro")
-BINARY = ("accuracy", "f1")
-MULTI_LABEL = ("f1_micro", "f1_macro", "exact_match")
-REGRESSION = ("pearson", "spearmanr", "mse")
+CLASSIFICATION_METRICS = ("accuracy", "f1_macro")
+BINARY_METRICS = ("accuracy", "f1")
+MULTI_LABEL_METRICS = ("f1_micro", "f1_macro", "exact_match")
+REGRESSION_METRICS = ("pearson", "spearmanr", "mse")
 LOWER_IS_BETTER = ("loss", "mse")
 ALWAYS_REPORTED = ("loss",)                # every evaluation also reports the loss (and num_samples)
 
@@ -124,19 +129,19 @@ def metric_names(task: TaskSpec | None, problem_type: str, num_labels: int) -> t
     single-label classification also reports macro-F1 (the mean of the classes' F1, blind to their sizes)."""
     if task is not None:
         names = task.metrics
-    elif problem_type == "regression":
-        return REGRESSION
-    elif problem_type == "multi_label_classification":
-        return MULTI_LABEL
+    elif problem_type == REGRESSION:
+        return REGRESSION_METRICS
+    elif problem_type == MULTI_LABEL:
+        return MULTI_LABEL_METRICS
     else:
-        names = BINARY if num_labels == 2 else CLASSIFICATION
-    return names if "f1_macro" in names or problem_type == "regression" else names + ("f1_macro",)
+        names = BINARY_METRICS if num_labels == 2 else CLASSIFICATION_METRICS
+    return names if "f1_macro" in names or problem_type == REGRESSION else names + ("f1_macro",)
 
 
 def main_metric(task: TaskSpec | None, problem_type: str) -> str:
     if task is not None:
         return task.main_metric
-    return {"regression": "pearson", "multi_label_classification": "f1_micro"}.get(problem_type, "accuracy")
+    return {REGRESSION: "pearson", MULTI_LABEL: "f1_micro"}.get(problem_type, "accuracy")
 
 
 def possible_metrics(task: TaskSpec | None, problem_type: str = "auto") -> tuple[str, ...]:
@@ -151,3 +156,15 @@ def possible_metrics(task: TaskSpec | None, problem_type: str = "auto") -> tuple
 
 def lower_is_better(metric: str) -> bool:
     return metric in LOWER_IS_BETTER
+
+
+def signed_score(metric: str, value: float) -> float:
+    """The value to maximise: `value`, negated for metrics that are better when lower (loss, mse)."""
+    return -value if lower_is_better(metric) else value
+
+
+def unknown_metric_message(metric: str, known) -> str | None:
+    """Why `metric` cannot choose the best evaluation (None when it can): --metric-for-best names one of `known`."""
+    if metric in known:
+        return None
+    return f"{metric!r} is not reported for this data; choose one of {', '.join(known)}"

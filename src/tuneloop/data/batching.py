@@ -83,7 +83,7 @@ def train_loader(ds, tokenizer, config, collator, global_batch: int | None = Non
     """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
     accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step.
     `weights`: per-row sampling weights (--sampler balanced). Batches carry each example's `doc` (its training row,
-    for label_issues.py); the loop takes it out before the forward pass."""
+    for training/dynamics.py); the loop takes it out before the forward pass."""
     lengths = np.asarray(ds.with_format("numpy")["length"])
     sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
                                    group=config.group_by_length, weights=weights)

@@ -9,8 +9,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..errors import DataError
-from ..tasks import TaskSpec
+from ..exceptions import DataError
+from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
 from .readers import position_word
 
 
@@ -24,7 +24,7 @@ class LabelSchema:
 
     @property
     def num_labels(self) -> int:
-        return 1 if self.problem_type == "regression" else len(self.names)
+        return 1 if self.problem_type == REGRESSION else len(self.names)
 
     @property
     def index(self) -> dict[str, int]:
@@ -43,8 +43,8 @@ class LabelSchema:
     @classmethod
     def from_model_config(cls, config) -> "LabelSchema":
         """From a transformers config alone (a plain save_pretrained folder): its problem_type and id2label."""
-        problem = config.problem_type or ("regression" if config.num_labels == 1 else "single_label_classification")
-        names = [] if problem == "regression" else [str(config.id2label[i]) for i in range(config.num_labels)]
+        problem = config.problem_type or (REGRESSION if config.num_labels == 1 else SINGLE_LABEL)
+        names = [] if problem == REGRESSION else [str(config.id2label[i]) for i in range(config.num_labels)]
         return cls(problem, names)
 
 
@@ -75,19 +75,19 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if problem_type == "auto":
         numeric = [_as_float(v) for v in values]
         if separator or looks_listy:
-            problem_type = "multi_label_classification"
+            problem_type = MULTI_LABEL
         elif values and all(x is not None for x in numeric) and any(not x.is_integer() for x in numeric):
-            problem_type = "regression"
+            problem_type = REGRESSION
         else:
-            problem_type = "single_label_classification"
-    if problem_type == "regression":
+            problem_type = SINGLE_LABEL
+    if problem_type == REGRESSION:
         bad = next((v for v in values if _as_float(v) is None), None)
         if bad is not None:
             row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
             raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} is not a number; "
                             "fix the label column or drop --problem-type regression")
-        return LabelSchema("regression", [])
-    if problem_type == "multi_label_classification":
+        return LabelSchema(REGRESSION, [])
+    if problem_type == MULTI_LABEL:
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
         return LabelSchema(problem_type, names, separator)
     numeric = [_as_float(v) for v in values]
@@ -108,7 +108,7 @@ class LabelEncoder:
         """`accept_ids`: also take class ids ("0", "1") for named classes, as GLUE's files store them."""
         self.schema, self.source, self.where = schema, source, position_word(source)
         self.index = schema.index
-        if schema.problem_type == "single_label_classification":
+        if schema.problem_type == SINGLE_LABEL:
             for i, name in enumerate(schema.names):
                 x = _as_float(name)
                 if x is not None and x.is_integer():  # "1" and "1.0" are the same class
@@ -125,12 +125,12 @@ class LabelEncoder:
     def __call__(self, raw: str, pos: int):
         """The target of the label text `raw` found at position `pos` of the source."""
         kind = self.schema.problem_type
-        if kind == "regression":
+        if kind == REGRESSION:
             value = _as_float(raw)
             if value is None:
                 raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number")
             return value
-        if kind == "multi_label_classification":
+        if kind == MULTI_LABEL:
             target = [0.0] * len(self.schema.names)
             for item in _split_labels(raw, self.schema.separator):
                 if item:
@@ -159,14 +159,14 @@ def recorded_schema(metadata: dict | None = None, config: dict | None = None, re
         (list(task.label_names) if task is not None and task.label_names else [])
     if kind is None and not names:
         return None
-    kind = kind or "single_label_classification"
-    return LabelSchema(kind, [] if kind == "regression" else [str(n) for n in names], meta.get("separator"))
+    kind = kind or SINGLE_LABEL
+    return LabelSchema(kind, [] if kind == REGRESSION else [str(n) for n in names], meta.get("separator"))
 
 
 def problem_type_of_outputs(logits, labels) -> str:
     """The problem type that saved evaluation outputs (logits and labels arrays) must come from."""
     if labels.ndim == 2:
-        return "multi_label_classification"
+        return MULTI_LABEL
     if labels.dtype.kind == "f" and logits.shape[-1] == 1:
-        return "regression"
-    return "single_label_classification"
+        return REGRESSION
+    return SINGLE_LABEL

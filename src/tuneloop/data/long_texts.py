@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..config import POOLING, TRUNCATION  # noqa: F401  (the choices, with the options)
-from ..errors import ConfigError
+from ..config.options import POOLING, TRUNCATION  # noqa: F401  (the choices, with the options)
+from ..exceptions import ConfigError
+
 # head+tail keeps the first quarter of the budget and fills the rest from the end: the split Sun et al. (2019,
 # "How to Fine-Tune BERT for Text Classification?") found best for long texts, 128 + 382 of 510 tokens
 HEAD_SHARE = 0.25

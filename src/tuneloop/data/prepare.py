@@ -9,7 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import DataError
+from ..exceptions import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
 from .long_texts import TextPolicy, default_max_length

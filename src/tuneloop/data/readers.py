@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..errors import DataError
+from ..exceptions import DataError
 
 _FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)     # csv's default (128 KiB a field) is too small for long documents
 # TSV is read without quote processing, as GLUE ships its files: their fields hold unbalanced double quotes

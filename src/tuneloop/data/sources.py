@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..errors import DataError
+from ..exceptions import DataError
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
 from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
 

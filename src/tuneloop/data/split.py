@@ -10,21 +10,22 @@ from collections import Counter
 
 import numpy as np
 
-from ..errors import DataError
+from ..exceptions import DataError
+from ..layout import SPLIT_FILE
+from ..tasks import MULTI_LABEL, REGRESSION
 from .labels import LabelSchema, _as_float, _split_labels
 
-SPLIT_FILE = "split.json"          # in the run folder
 RARE = "(rare)"                    # strata with a single row share one stratum
 
 
 def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
     """One stratum per row, and how they were made."""
-    if schema.problem_type == "regression":
+    if schema.problem_type == REGRESSION:
         values = np.array([_as_float(v) for v in raw_labels], dtype=float)
         bins = max(2, min(10, n_validation // 2))
         edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)[1:-1]))
         return np.digitize(values, edges).astype(str), f"{len(edges) + 1} quantile bins of the target"
-    if schema.problem_type == "multi_label_classification":
+    if schema.problem_type == MULTI_LABEL:
         keys = [",".join(sorted(i for i in _split_labels(v, schema.separator) if i)) for v in raw_labels]
         how = "label set"
     else:

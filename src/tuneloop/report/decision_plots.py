@@ -1,4 +1,4 @@
-"""The report's figures of the decision rule (results.json's "decision", calibrate.py): a reliability diagram
+"""The report's figures of the decision rule (results.json's "decision", decision/fit.py): a reliability diagram
 before and after calibration, and coverage against accuracy over abstain levels."""
 
 from __future__ import annotations

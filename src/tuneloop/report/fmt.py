@@ -75,7 +75,7 @@ def _cell(value: Any, is_header: bool = False) -> str:
 
 def _figure_html(plot) -> str:
     """A figures.Plot as an inline <figure> (or a note saying why it is not shown)."""
-    from .run import PLOTS_DIR
+    from ..layout import PLOTS_DIR
 
     if plot.png is None:
         return f'<div class="note"><strong>{_esc(plot.title)}</strong>: not shown: {_esc(plot.skipped)}.</div>'

@@ -12,12 +12,14 @@ import re
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes
+from ..layout import PLOTS_DIR, REPORT_FILE
+from ..tasks import MULTI_LABEL, REGRESSION
+from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
 from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds
-from .decision_plots import plot_decision
-from .sections import decision_section, failures_section, label_issues_section
 from .prediction_plots import plot_predictions
-from .run import EVAL_KEY, PLOTS_DIR, REPORT_FILE, Run, read_run
+from .run import EVAL_KEY, Run, read_run
+from .sections import decision_section, failures_section, label_issues_section
 
 _OUR_PNG = re.compile(r"^(loss|lr|throughput|eval|eval_.+|confusion_.+|scatter_.+|label_f1_.+|reliability|coverage)"
                       r"\.png$")
@@ -125,11 +127,11 @@ def _facts(run: Run) -> list[tuple]:
     facts.append(("model", results.get("model") or config.get("model") or meta.get("base_model") or "—"))
     kind = run.problem_type
     names = run.label_names
-    if kind == "regression":
+    if kind == REGRESSION:
         facts.append(("labels", "regression: one score"))
     elif names:
         facts.append(("labels", f"{len(names)}: " + ", ".join(names) +
-                      (" (multi-label)" if kind == "multi_label_classification" else "")))
+                      (" (multi-label)" if kind == MULTI_LABEL else "")))
     if meta.get("text_columns"):
         facts.append(("text columns", ", ".join(map(str, meta["text_columns"]))))
     examples = []
@@ -164,7 +166,7 @@ def _facts(run: Run) -> list[tuple]:
 
 
 def _config_table(config: dict) -> str:
-    from ..config import GROUPS, TrainConfig
+    from ..config.options import GROUPS, TrainConfig
 
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
     grouped = {g: [] for g in GROUPS}

@@ -3,6 +3,7 @@ against true (regression), F1 of each label (multi-label)."""
 
 from __future__ import annotations
 
+from ..tasks import MULTI_LABEL, REGRESSION
 from .figures import FIGSIZE, Plot, _figure, _png, _safe, _short
 from .run import Run
 
@@ -20,9 +21,9 @@ def plot_predictions(run: Run) -> list[Plot]:
             continue
         logits, labels = value
         try:
-            if kind == "regression":
+            if kind == REGRESSION:
                 plots.append(_scatter(split, logits, labels))
-            elif kind == "multi_label_classification":
+            elif kind == MULTI_LABEL:
                 plots.append(_label_f1(split, logits, labels, run.label_names))
             else:
                 plots.append(_confusion(split, logits, labels, run.label_names))

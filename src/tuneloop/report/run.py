@@ -10,11 +10,10 @@ import re
 from pathlib import Path
 
 from ..data.labels import LabelSchema, problem_type_of_outputs, recorded_schema
-from ..errors import TuneloopError
+from ..exceptions import TuneloopError
+from ..layout import CONFIG_FILE, METADATA_FILE, METRICS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE
 from ..tasks import TASKS
 
-REPORT_FILE = "report.html"
-PLOTS_DIR = "plots"
 NOT_METRICS = ("loss", "num_samples", "epoch")
 EVAL_KEY = re.compile(r"^(eval(?:_[^/]+)?)/(.+)$")
 
@@ -136,23 +135,23 @@ def read_run(run_dir: str | os.PathLike) -> Run:
     if not folder.is_dir():
         raise TuneloopError(f"{folder}: not a folder; give a tuneloop run folder (the --output-dir of a training "
                             "run)")
-    if not (folder / "metrics.jsonl").is_file() and not (folder / "results.json").is_file():
+    if not (folder / METRICS_FILE).is_file() and not (folder / RESULTS_FILE).is_file():
         raise TuneloopError(f"{folder}: not a tuneloop run folder (it has neither metrics.jsonl nor results.json)")
     run = Run(folder)
-    run.records = _read_metrics(folder / "metrics.jsonl", run.notes)
-    results = _read_json(folder / "results.json", run.notes, "results.json")
+    run.records = _read_metrics(folder / METRICS_FILE, run.notes)
+    results = _read_json(folder / RESULTS_FILE, run.notes, "results.json")
     run.results = results if isinstance(results, dict) else None
-    if (folder / "config.yaml").is_file():
+    if (folder / CONFIG_FILE).is_file():
         import yaml
 
         try:
-            config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))
+            config = yaml.safe_load((folder / CONFIG_FILE).read_text(encoding="utf-8"))
             run.config = config if isinstance(config, dict) else None
         except (OSError, yaml.YAMLError) as e:
             run.notes.append(f"config.yaml could not be read ({type(e).__name__}); it is left out.")
-    metadata = _read_json(folder / "model" / "tuneloop.json", run.notes, "model/tuneloop.json")
+    metadata = _read_json(folder / MODEL_DIR / METADATA_FILE, run.notes, "model/tuneloop.json")
     run.metadata = metadata if isinstance(metadata, dict) else {}
-    if (folder / "predictions").is_dir():
-        run.predictions = _read_predictions(folder / "predictions")
+    if (folder / PREDICTIONS_DIR).is_dir():
+        run.predictions = _read_predictions(folder / PREDICTIONS_DIR)
     return run
 

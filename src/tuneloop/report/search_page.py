@@ -7,11 +7,10 @@ import warnings
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes
+from ..layout import PLOTS_DIR, SEARCH_PAGE
 from .figures import Plot, _png, _style
 from .fmt import _esc, _figure_html, _table
 from .page import write_page
-
-SEARCH_PAGE = "search.html"
 
 
 def _optuna_plot(name: str, title: str, caption: str, draw) -> Plot:
@@ -58,6 +57,6 @@ def write_search_page(out: Path, study, summary: dict) -> Path:
                               lambda: optuna_plots.plot_param_importances(study))]
     for plot in plots:
         if plot.png is not None:
-            atomic_write_bytes(Path(out) / "plots" / f"{plot.name}.png", plot.png)
+            atomic_write_bytes(Path(out) / PLOTS_DIR / f"{plot.name}.png", plot.png)
         parts.append(_figure_html(plot))
     return write_page(out, SEARCH_PAGE, "tuneloop search", parts)

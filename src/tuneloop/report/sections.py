@@ -4,8 +4,8 @@ validation rows the model gets wrong (errors.csv) and the training rows whose la
 
 from __future__ import annotations
 
-from ..failures import ERRORS_FILE, read_rows
-from ..label_issues import LABEL_ISSUES_FILE
+from ..analysis.inspect import read_rows
+from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE
 from .fmt import _esc, _figure_html, _table
 from .run import Run
 
@@ -25,7 +25,7 @@ def failures_section(run: Run, shown: int = 10) -> list[str]:
 
 
 def decision_section(run: Run, plots: list) -> list[str]:
-    """The decision rule saved with the model, and what it does, measured out of fold (calibrate.py)."""
+    """The decision rule saved with the model, and what it does, measured out of fold (decision/fit.py)."""
     d = (run.results or {}).get("decision")
     if not d:
         return []

@@ -1,4 +1,4 @@
-"""summary.html: an experiment's page (experiments.py): every metric as mean ± std with its 95% interval, the
+"""summary.html: an experiment's page (experiments/runs.py): every metric as mean ± std with its 95% interval, the
 per-run values, collapsed runs, the kept model, and a dot plot of the main metric per run."""
 
 from __future__ import annotations
@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..atomic import atomic_write_bytes
+from ..layout import PLOTS_DIR, SUMMARY_PAGE
 from .figures import Plot, _figure, _png, _style
 from .fmt import _esc, _figure_html, _table
 from .page import write_page
-
-SUMMARY_PAGE = "summary.html"
 
 
 def _dots(summary: dict) -> Plot:
@@ -62,6 +61,6 @@ def write_summary_page(out: Path, summary: dict) -> Path:
                         f"{o['label_issues']['flagged']})" if o.get("label_issues") else "") + ".</p>")
     with _style():
         dots = _dots(summary)
-    atomic_write_bytes(Path(out) / "plots" / f"{dots.name}.png", dots.png)
+    atomic_write_bytes(Path(out) / PLOTS_DIR / f"{dots.name}.png", dots.png)
     parts.append(_figure_html(dots))
     return write_page(out, SUMMARY_PAGE, "tuneloop experiment", parts)

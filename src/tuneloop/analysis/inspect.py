@@ -1,0 +1,53 @@
+"""`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
+
+from __future__ import annotations
+
+from ..exceptions import TuneloopError
+from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE
+
+
+def read_rows(path) -> list[dict] | None:
+    """A CSV errors.csv or label_issues.csv, as dicts; None when the file is not there."""
+    import csv
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        return None
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
+    """`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
+    from pathlib import Path
+
+
+    folder = Path(run_dir)
+    files = [(folder / ERRORS_FILE, "validation rows the model gets wrong, most confidently wrong first"),
+             (folder / LABEL_ISSUES_FILE,
+              "training rows ranked by the probability of their given label, lowest first")]
+    if not any(path.is_file() for path, _ in files):
+        raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or label_issues.csv here; give the folder of a finished "
+                            "`tuneloop train` run (its --output-dir)")
+    cut = lambda text: text if len(text) <= width else text[:width] + " …"  # noqa: E731
+    lines = []
+    for path, what in files:
+        rows = read_rows(path)
+        if rows is None:
+            continue
+        flagged = sum(r.get("likely_wrong") == "True" for r in rows)
+        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
+        for n, r in enumerate(rows[:top], 1):
+            if "given" in r:
+                head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"
+                        + (" — likely wrong" if r["likely_wrong"] == "True" else ""))
+            elif "abs_error" in r:
+                head = f"gold {r['gold']}, predicted {r['predicted']} (error {r['abs_error']})"
+            else:
+                p = r.get("p_predicted") or r.get("confidence_wrong")
+                head = f"gold {r['gold']}, predicted {r['predicted']} (p {p})"
+            where = f"id {r['id']}" + (f", row {r['row']}" if r.get("row") else "")
+            lines.append(f"{n:4d}. {where}: {head}")
+            lines += [f"      {key}: {cut(r[key])}" for key in ("text", "text_a", "text_b") if key in r]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

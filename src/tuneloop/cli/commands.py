@@ -1,0 +1,175 @@
+"""What each `tuneloop` command does with its parsed flags: call the library, print what a person reads."""
+
+from __future__ import annotations
+
+import json
+
+from .. import extras
+from ..config.flags import options_from_namespace
+from ..exceptions import TuneloopError
+from .parsers import EVAL_OPTIONS
+
+
+def cmd_train(ns, on_step=None) -> int:
+    from accelerate import PartialState
+
+    from ..api import train
+
+    results = train(ns.config, on_step=on_step, **options_from_namespace(ns))
+    if not PartialState().is_main_process or results.get("config", {}).get("dry_run"):
+        return 0
+    if results.get("kind") in ("seeds", "folds"):            # an experiment's summary
+        print_experiment(results, results["output_dir"])
+    else:
+        print_summary(results)
+    return 0
+
+
+def print_experiment(summary: dict, output_dir: str) -> None:
+    for name, s in summary["metrics"].items():
+        interval = f"  95% [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else ""
+        print(f"{name}: {s['mean']:.4f} ± {s['std']:.4f} over {s['n']} runs{interval}")
+    if summary["collapsed"]:
+        print(f"collapsed (a single predicted class): {', '.join(summary['collapsed'])}")
+    print(f"saved: {output_dir}  (summary.json, summary.html; model of {summary['kept']} in {output_dir}/model)")
+
+
+def print_summary(results: dict) -> None:
+    ev = results["eval"]
+    shown = "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples")
+    tr = results["train"]
+    print(f"eval ({ev['num_samples']} examples): {shown}")
+    print(f"train: {tr['steps']} steps, {tr['epochs']:g} epochs, {tr['runtime_s']:.1f}s, "
+          f"{tr['samples_per_second']:.1f} samples/s")
+    print(f"saved: {results['output_dir']}  (model in {results['output_dir']}/model)")
+
+
+def cmd_tasks(ns) -> int:
+    from ..tasks import TASKS
+
+    print(f"{'task':6} {'labels':38} {'metrics':32} description")
+    for t in TASKS.values():
+        labels = ", ".join(t.label_names) if t.label_names else "score (regression)"
+        metrics = ", ".join(m + ("*" if m == t.main_metric else "") for m in t.metrics)
+        print(f"{t.name:6} {labels:38} {metrics:32} {t.description}")
+    print("* main metric. Local files: --task NAME --data-dir FOLDER (as GLUE ships it); "
+          "otherwise read from the Hub (nyu-mll/glue).")
+    return 0
+
+
+def cmd_evaluate(ns) -> int:
+    from ..predict.classifier import Classifier
+    from ..predict.evaluate import evaluation
+    from ..runtime.process import command_scope
+
+    overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
+    quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
+    with command_scope(quiet), Classifier.load(ns.model, cpu=cpu) as clf:
+        results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
+    ev = results["eval"]
+    print(f"decision rule: {results['decision_rule']}")
+    print(f"eval ({ev['num_samples']} examples): " +
+          "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
+    for split, metrics in results.get("eval_splits", {}).items():
+        print(f"  {split}: " + "  ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k != "num_samples"))
+    if ns.output:
+        print(f"wrote {ns.output}")
+    return 0
+
+
+def cmd_predict(ns) -> int:
+    from pathlib import Path
+
+    from ..predict.classifier import Classifier
+    from ..predict.evaluate import predict_file
+    from ..runtime.process import command_scope
+
+    if ns.texts and ns.input:
+        raise TuneloopError("give either --input FILE or text arguments, not both")
+    if len(ns.texts) > 2:
+        raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} (quote each text)")
+    if not ns.texts and not ns.input:
+        raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
+    if ns.input and not Path(ns.input).is_file():
+        raise TuneloopError(f"--input {ns.input}: no such file")
+    output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
+    if output and Path(output).exists() and not ns.overwrite:
+        raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
+    with command_scope(ns.quiet or bool(ns.texts)), Classifier.load(ns.model, cpu=ns.cpu) as clf:
+        if ns.texts:                      # one example: its row, as a prediction file holds it
+            recorded = clf.text_columns
+            if recorded and len(ns.texts) != len(recorded):
+                raise TuneloopError(f"the model reads {len(recorded)} text(s) ({', '.join(recorded)}); give "
+                                    f"{len(recorded)} quoted argument(s), got {len(ns.texts)}")
+            item = (ns.texts[0], ns.texts[1] if len(ns.texts) > 1 else None)
+            row = clf.table_rows(["0"], clf.logits([item]), raw=ns.raw)[0]
+            row.pop("id")
+            print(json.dumps(row))
+            return 0
+        count = predict_file(clf, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
+                             text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw)
+    print(f"wrote {count} predictions to {output}")
+    return 0
+
+
+def cmd_report(ns) -> int:
+    from ..report import write_report
+
+    print(f"wrote {write_report(ns.run_dir)}")
+    return 0
+
+
+def cmd_search(ns, on_step=None) -> int:
+    extras.require("postgres" if (ns.storage or "").startswith("postgres") else "search")
+    from ..config.resolve import resolve_config
+    from ..experiments.search import SearchOptions, search
+
+    config = resolve_config(**options_from_namespace(ns))
+    summary = search(config, SearchOptions(ns.space, ns.trials, ns.storage, ns.study, ns.pruner, ns.resume), on_step)
+    print(f"{summary['finished']} finished trials ({summary['pruned']} pruned)")
+    best = summary.get("best")
+    if best:
+        print(f"best: trial {best['number']}, {best['metric']} {best['value']:.4f}, {json.dumps(best['params'])}")
+        print(f"saved: {best.get('model', best['folder'])}  (search.json, search.html in {config.output_dir})")
+    return 0
+
+
+def cmd_export(ns) -> int:
+    from ..deploy.export import export_model
+
+    report = export_model(ns.source, ns.output, ns.quantize, ns.allow_drop, ns.overwrite, ns.quiet)
+    g, main = report["gate"], report["gate"]["main_metric"]
+    print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
+    print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "
+          f"{g['pytorch'][main]:.4f} PyTorch (drop {g['drop_points']:.2f} points, allowed "
+          f"{g['allowed_drop_points']:g}); largest logit difference {g['max_logit_difference']:.2e}; "
+          f"{g['prediction_agreement']:.2%} same predictions: {g['verdict']}")
+    return 0
+
+
+def cmd_serve(ns) -> int:
+    extras.require("serve")
+    from ..deploy.serve import serve
+
+    for name in ("max_batch_size", "max_rows", "max_body_kb"):
+        if getattr(ns, name) < 1:
+            raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
+    if ns.max_wait_ms < 0:
+        raise TuneloopError("--max-wait-ms: must be >= 0")
+    serve(ns.model, ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads,
+          ns.precision)
+    return 0
+
+
+def cmd_inspect(ns) -> int:
+    from ..analysis.inspect import describe_failures
+
+    print(describe_failures(ns.run_dir, ns.top), end="")
+    return 0
+
+
+def cmd_env(ns) -> int:
+    from .env import environment_report
+
+    print(environment_report())
+    return 0

@@ -1,0 +1,257 @@
+"""The `tuneloop` command's parser: one function per command, each adding its subparser and flags (training options
+come from TrainConfig through config/flags.py)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from ..config.flags import add_config_arguments
+from ..config.options import PRUNERS, SERVE_PRECISIONS, TrainConfig
+from ..version import __version__
+
+# a search's trials take every training option but those of experiments and resuming (the search has its own)
+SEARCH_OPTIONS = tuple(
+    f.name
+    for f in dataclasses.fields(TrainConfig)
+    if f.name not in ("resume", "seeds", "num_seeds", "folds", "fold", "keep", "retry_collapsed", "dry_run")
+)
+EVAL_OPTIONS = (
+    "task",
+    "data_dir",
+    "validation_file",
+    "text_columns",
+    "label_column",
+    "max_length",
+    "max_eval_samples",
+    "eval_batch_size",
+    "cpu",
+    "quiet",
+    "num_proc",
+)
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=34, width=110)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tuneloop",
+        formatter_class=_formatter,
+        description=(
+            "Fine-tune pretrained transformer encoders (BERT and friends) for text classification and regression.\n"
+            "`tuneloop train` with no options fine-tunes the embedded MiniLM on a built-in paraphrase sample, offline."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"tuneloop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (
+        add_train,
+        add_evaluate,
+        add_predict,
+        add_report,
+        add_inspect,
+        add_search,
+        add_export,
+        add_serve,
+        add_tasks,
+        add_env,
+    ):
+        add(sub)
+    return parser
+
+
+def add_train(sub) -> None:
+    p = sub.add_parser(
+        "train",
+        help="fine-tune a model and evaluate it after every epoch",
+        formatter_class=_formatter,
+        description="Fine-tune a model and evaluate it after every "
+        "epoch. Options can also come from --config FILE.yaml (flags win).",
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
+    add_config_arguments(p)
+
+
+def add_evaluate(sub) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="metrics of a trained model on a labeled split",
+        formatter_class=_formatter,
+        description="Evaluate a saved model. Without data options it uses the validation data recorded with the model.",
+    )
+    p.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    p.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="ignore the model's decision rule (temperature, "
+        "thresholds, abstain level): metrics of raw softmax/sigmoid and argmax (0.5 per label)",
+    )
+    add_config_arguments(p, only=EVAL_OPTIONS)
+
+
+def add_predict(sub) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="label a file, or one example given as arguments",
+        formatter_class=_formatter,
+        description="Predict with a saved model: "
+        "`--input FILE [--output FILE]` for a file (csv/tsv/json/jsonl/parquet), or quoted "
+        'text(s) for one example: tuneloop predict --model DIR "first" ["second"]',
+    )
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="one example: its text, or its two texts")
+    p.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    p.add_argument("--input", metavar="FILE", help="file to label; text columns as the model's or detected")
+    p.add_argument(
+        "--output",
+        metavar="FILE",
+        help="predictions file: .csv, .tsv or .jsonl (default: <input name>.predictions.tsv in the current folder)",
+    )
+    p.add_argument("--glue", action="store_true", help="write GLUE's submission layout: index<TAB>prediction")
+    p.add_argument(
+        "--text-columns",
+        type=lambda s: s.split(","),
+        metavar="A[,B]",
+        help="the input's text column(s), when they are not the model's",
+    )
+    p.add_argument("--batch-size", type=int, default=64, metavar="N", help="examples per batch (default: 64)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="ignore the model's decision rule: raw softmax/sigmoid "
+        "probabilities and argmax (0.5 per label), no abstaining",
+    )
+    p.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser(
+        "report",
+        help="write RUN_DIR/report.html: plots, metrics and configuration of a run",
+        formatter_class=_formatter,
+        description="Write a self-contained report.html (images "
+        "inline) and plots/*.png into a run folder; also works while the run is going.",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
+
+
+def add_inspect(sub) -> None:
+    p = sub.add_parser(
+        "inspect",
+        help="where the model fails: wrong validation rows, doubtful training labels",
+        formatter_class=_formatter,
+        description="Print the top of RUN_DIR/errors.csv (the "
+        "validation rows the model gets wrong, most confidently wrong first) and of "
+        "RUN_DIR/label_issues.csv (training rows whose given label is probably wrong).",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (the --output-dir of tuneloop train)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="rows shown from each list (default: 10)")
+
+
+def add_search(sub) -> None:
+    p = sub.add_parser(
+        "search",
+        help="hyperparameter search on Optuna; ends with the best model in OUT/best",
+        formatter_class=_formatter,
+        description="Search the options of a YAML space (e.g. `lr: "
+        "{low: 1.0e-5, high: 2.0e-4, log: true}`, `batch_size: {choices: [16, 32]}`) with Optuna: "
+        "TPE sampling, pruning on every evaluation, each trial a run in OUT/trials/. Workers on "
+        "other machines join with the same --storage URL and --study NAME.",
+    )
+    p.add_argument(
+        "--space", required=True, metavar="FILE", help="YAML file: option → {low, high[, log]} or {choices: [...]}"
+    )
+    p.add_argument(
+        "--trials",
+        type=int,
+        default=12,
+        metavar="N",
+        help="finished (complete or pruned) trials the study should reach, all workers together (default: 12)",
+    )
+    p.add_argument(
+        "--storage",
+        metavar="URL",
+        help="Optuna storage URL, e.g. postgresql://user@host/db (default: a journal file OUT/study.journal)",
+    )
+    p.add_argument("--study", default="tuneloop", metavar="NAME", help="study name (default: tuneloop)")
+    p.add_argument(
+        "--pruner", default="median", choices=PRUNERS, help="stop unpromising trials at an evaluation (default: median)"
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a search: interrupted trials resume from their checkpoints, finished ones are kept",
+    )
+    add_config_arguments(p, only=SEARCH_OPTIONS)
+
+
+def add_export(sub) -> None:
+    p = sub.add_parser(
+        "export",
+        help="export a trained model to ONNX (int8 optional), checked against PyTorch",
+        formatter_class=_formatter,
+        description="Export RUN_DIR/model (or a model folder) to "
+        "ONNX with dynamic batch and sequence axes; with --quantize int8, dynamic int8 weights. "
+        "The export is evaluated on the run's validation data beside the PyTorch model and "
+        "refused when the main metric drops by more than 0.5 points (or --allow-drop X).",
+    )
+    p.add_argument("source", metavar="RUN_OR_MODEL", help="a run folder or a model folder")
+    p.add_argument("--output", required=True, metavar="DIR", help="the exported model folder")
+    p.add_argument("--format", default="onnx", choices=("onnx",), help="(default: onnx)")
+    p.add_argument("--quantize", choices=("int8",), help="dynamic int8 quantization (ONNX Runtime)")
+    p.add_argument(
+        "--allow-drop",
+        type=float,
+        metavar="POINTS",
+        help="the largest drop of the main metric "
+        "accepted, in points (default 0.5; a drop over 0.5 within POINTS is a warning)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_serve(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="serve a model over HTTP (JSON) with dynamic batching",
+        formatter_class=_formatter,
+        description='POST /predict {"texts": ...}, GET /health, '
+        "GET /metadata, GET /stats. Requests are batched (up to --max-batch-size rows or "
+        "--max-wait-ms) and run on PyTorch, or ONNX Runtime for an exported folder.",
+    )
+    p.add_argument("model", metavar="MODEL_DIR", help="a model folder (RUN/model) or an exported one")
+    p.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="(default: 8000)")
+    p.add_argument("--max-batch-size", type=int, default=32, metavar="N", help="rows per batch (default: 32)")
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=5.0,
+        metavar="MS",
+        help="how long the first request of a batch waits for others (default: 5)",
+    )
+    p.add_argument("--max-rows", type=int, default=256, metavar="N", help="rows per request (default: 256)")
+    p.add_argument("--max-body-kb", type=int, default=1024, metavar="KB", help="request size (default: 1024)")
+    p.add_argument("--threads", type=int, metavar="N", help="CPU threads for the model (default: torch's)")
+    p.add_argument(
+        "--precision",
+        default="auto",
+        choices=SERVE_PRECISIONS,
+        help="PyTorch backend: "
+        "bf16 matrix products (fp32 accumulation), 1.4x the rows/s of fp32 on CPUs with AMX; auto: "
+        "bf16 where the CPU has AMX, fp32 elsewhere (default: auto)",
+    )
+
+
+def add_tasks(sub) -> None:
+    sub.add_parser("tasks", help="list the GLUE tasks tuneloop knows", formatter_class=_formatter)
+
+
+def add_env(sub) -> None:
+    sub.add_parser(
+        "env", help="versions, devices and the accelerate configuration (for bug reports)", formatter_class=_formatter
+    )

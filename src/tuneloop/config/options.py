@@ -1,0 +1,364 @@
+"""One typed configuration for the CLI, YAML files and the Python API.
+
+Every option is a dataclass field; its metadata (help text, group, choices) builds the command line, so a
+flag, a YAML key and a keyword argument are always the same thing: `--max-length 128` on the command line,
+`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Turning the layers (defaults < preset <
+YAML < flags / keywords) into the final config is resolve.py's job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+from ..exceptions import ConfigError
+from ..tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
+from .parsing import read_options_file
+
+PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
+PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
+MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
+ATTENTION = ("auto", "sdpa", "eager", "chunked")
+COMPILE = ("auto", "no", "default", "reduce-overhead", "max-autotune", "aot_eager")
+SAMPLERS = ("random", "balanced")
+TRUNCATION = ("head", "tail", "head+tail")            # data/long_texts.py
+POOLING = ("mean", "max")
+SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+              "inverse_sqrt")
+TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow", "comet_ml": "comet_ml"}
+RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
+CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
+DECISIONS = ("argmax", "threshold")
+KEEP = ("best", "all")                               # experiments/runs.py
+PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
+SERVE_PRECISIONS = ("auto", "fp32", "bf16")          # tuneloop serve --precision (deploy/serve.py)
+GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
+
+
+def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
+        cli: bool = True, nargs: str | None = None, const: Any = None):
+    return field(default=default, metadata=dict(help=help, group=group, choices=choices, metavar=metavar, cli=cli,
+                                                 nargs=nargs, const=const))
+
+
+@dataclass
+class TrainConfig:
+    # data
+    task: Optional[str] = opt(None, "GLUE task name (see `tuneloop tasks`); with no data options, the built-in "
+                              "MRPC-style sample is used", "data", metavar="NAME")
+    data_dir: Optional[str] = opt(None, "folder with the task's files exactly as GLUE ships them (train.tsv, dev.tsv, "
+                                  "test.tsv); without it and without --train-file a GLUE task is read from the Hub",
+                                  "data", metavar="DIR")
+    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl or .parquet", "data",
+                                    metavar="FILE")
+    validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE")
+    test_file: Optional[str] = opt(None, "your unlabeled test data, for --predict-test", "data", metavar="FILE")
+    text_columns: Optional[list[str]] = opt(None, "one or two text columns, comma-separated (detected when "
+                                            "omitted: sentence1,sentence2 / question1,question2 / premise,hypothesis "
+                                            "/ question,sentence / text / sentence ...)", "data", metavar="A[,B]")
+    label_column: Optional[str] = opt(None, "label column (detected when omitted: label, labels, score, ...)",
+                                      "data", metavar="NAME")
+    problem_type: str = opt("auto", "what the labels are; auto: float labels → regression, lists or "
+                            "--label-separator → multi-label, otherwise single-label classes", "data", PROBLEM_TYPES)
+    label_separator: Optional[str] = opt(None, "split string labels on this to get multi-label targets, e.g. ','",
+                                         "data", metavar="SEP")
+    max_length: Optional[int] = opt(None, "truncate inputs to this many tokens (default: the tokenizer's maximum)",
+                                    "data", metavar="N")
+    truncation: str = opt("head", "which tokens of a text longer than --max-length are kept: head (the first), "
+                          "tail (the last), or head+tail (a quarter from the start, the rest from the end: best for "
+                          "long texts in Sun et al. 2019); the saved model applies it in evaluate and predict too",
+                          "data", TRUNCATION)
+    windows: Optional[int] = opt(None, "read long texts whole, in overlapping windows of --max-length sharing this "
+                                 "many tokens (transformers' stride): each window trains as a row with its text's "
+                                 "label; predictions are pooled back to one per text", "data", metavar="OVERLAP")
+    window_pooling: str = opt("mean", "how --windows predictions become one per text: the mean of the windows' "
+                              "probabilities, or each class's max", "data", POOLING)
+    pad_to_max_length: bool = opt(False, "pad every batch to --max-length (fixed shapes for TPUs / compiled graphs) "
+                                  "instead of padding each batch to its longest example", "data")
+    max_train_samples: Optional[int] = opt(None, "use only the first N training examples (quick runs)", "data",
+                                           metavar="N")
+    max_eval_samples: Optional[int] = opt(None, "use only the first N examples of each evaluation split", "data",
+                                          metavar="N")
+    num_proc: Optional[int] = opt(None, "processes for tokenization (default: automatic by data size)", "data",
+                                  metavar="N")
+    validation_split: float = opt(0.1, "with --train-file and no --validation-file: hold out this fraction of the "
+                                  "training rows for validation, stratified (by label; quantile bins for regression; "
+                                  "label sets for multi-label) and recorded in the run folder (split.json)", "data",
+                                  metavar="F")
+    split_seed: int = opt(42, "seed of the held-out validation split (kept apart from --seed, so runs with other "
+                          "seeds are scored on the same rows)", "data", metavar="N")
+    # model
+    model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
+                     "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
+    attention: str = opt("auto", "attention kernel. sdpa / eager: transformers' own. chunked: on CPUs, for keys up "
+                         "to 128 tokens, matmul + softmax in cache-sized pieces (1.5-5.9x faster than the fused SDPA "
+                         "kernel there, benchmarks/bench_attention.py); longer keys and GPUs use SDPA. auto: "
+                         "chunked on the CPU, sdpa elsewhere", "model", ATTENTION)
+    freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
+                                  "weights): faster steps, usually the same accuracy", "model")
+    dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
+                                   "own, 0.1 for BERT-style encoders)", "model", metavar="P")
+    fast_dropout: bool = opt(True, "on the CPU, draw the dropout masks of the model's dropout layers (and of "
+                             "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: "
+                             "3-10% faster steps than torch's bernoulli_", "model")
+    # training
+    epochs: int = opt(3, "passes over the training data", "training", metavar="N")
+    max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
+    batch_size: int = opt(8, "training examples per device per step", "training", metavar="N")
+    lr: float = opt(5e-5, "peak learning rate of AdamW", "training", metavar="LR")
+    weight_decay: float = opt(0.01, "AdamW weight decay (never applied to biases and LayerNorm weights)",
+                              "training", metavar="W")
+    lr_scheduler: str = opt("linear", "learning-rate schedule (transformers.get_scheduler)", "training", SCHEDULERS)
+    warmup_steps: int = opt(0, "linear warmup over this many optimizer steps", "training", metavar="N")
+    warmup_ratio: float = opt(0.0, "warmup over this fraction of all steps (instead of --warmup-steps)",
+                              "training", metavar="R")
+    max_grad_norm: Optional[float] = opt(None, "clip the gradient norm to this (off by default, as in the course "
+                                         "chapter; costs about 10% of a CPU step)", "training", metavar="X")
+    class_weights: str = opt("none", "weigh the loss by class: none, balanced (n_samples / (n_classes * count), "
+                             "scikit-learn's formula; per-label pos_weight = negatives / positives for multi-label), "
+                             "or a JSON file of label: weight", "training", metavar="none|balanced|FILE")
+    sampler: str = opt("random", "training order: random, or balanced (rows drawn with replacement so that every "
+                       "class is seen about equally often; seeded per epoch and length-grouped like random)",
+                       "training", SAMPLERS)
+    gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
+                                           metavar="K")
+    mixed_precision: str = opt("auto", "auto: bf16 where the hardware computes it natively (Ampere or newer GPUs, "
+                               "CPUs with AMX), fp16 with loss scaling on older CUDA GPUs, otherwise fp32. bf16 is "
+                               "autocast on GPUs (with TF32 for what stays fp32); on CPUs, matrix products in bf16 "
+                               "with fp32 accumulation (oneDNN) and the rest in fp32", "training", MIXED_PRECISION)
+    compile: str = opt("auto", "torch.compile the model through Accelerate, one compilation per repeated layer, "
+                       "batches padded to length buckets (multiples of 16; 32 over --max-length 128) so few shapes "
+                       "are compiled: default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (no code "
+                       "generation: checks that the model compiles), no. auto: default on CUDA GPUs, no on CPUs "
+                       "(compiling costs more than it saves there)", "training", COMPILE)
+    dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
+                                            "pinned memory and copies that do not block; 0 on CPUs, whose cores "
+                                            "train)", "training", metavar="N")
+    recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
+                      "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
+                      "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
+    group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
+                                "still random and fixed by --seed and the epoch)", "training")
+    seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
+    cpu: bool = opt(False, "train on the CPU even when a GPU is present", "training")
+    # evaluation
+    eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N")
+    eval_every: Optional[str] = opt(None, "also evaluate every N optimizer steps, or K times per epoch with K/epoch "
+                                    "(always after each epoch)", "evaluation", metavar="N|K/epoch")
+    predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
+    metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
+                                         "task's main metric; `loss` means lowest eval loss)", "evaluation",
+                                         metavar="METRIC")
+    early_stopping_patience: Optional[int] = opt(None, "stop after N evaluations without improvement of "
+                                                 "--metric-for-best", "evaluation", metavar="N")
+    # decision: fitted on the validation outputs after training, saved with the model, applied by evaluate/predict
+    calibrate: str = opt("temperature", "after training, fit a temperature on the validation logits (minimising "
+                         "NLL) so that the probabilities mean what they say; none: raw softmax/sigmoid", "decision",
+                         CALIBRATION)
+    decision: str = opt("argmax", "how probabilities become labels: argmax (multi-label: 0.5 per label), or "
+                        "threshold: one cut-off on the positive class's probability (binary tasks) or one per label "
+                        "(multi-label), chosen on the validation rows for --optimize-threshold-for", "decision",
+                        DECISIONS)
+    optimize_threshold_for: str = opt("f1", "what --decision threshold maximises: f1 (of the positive class; of each "
+                                      "label), macro-f1, precision@R (the best precision at recall >= R) or "
+                                      "recall@P (the best recall at precision >= P)", "decision",
+                                      metavar="f1|macro-f1|precision@R|recall@P")
+    positive_label: Optional[str] = opt(None, "binary tasks: the class whose probability --decision threshold cuts and "
+                                        "whose F1/precision/recall it optimises (default: the second label, e.g. 1 "
+                                        "or `yes`)", "decision", metavar="LABEL")
+    abstain_below: Optional[float] = opt(None, "predict --abstain-label instead when the calibrated probability of "
+                                         "the predicted answer is under P (report.html plots coverage against "
+                                         "accuracy to choose P)", "decision", metavar="P")
+    abstain_label: str = opt("abstain", "what an abstained prediction says", "decision", metavar="LABEL")
+    # experiment (experiments/runs.py): several runs of this configuration, summarised
+    seeds: Optional[list[int]] = opt(None, "run once per seed into OUT/seed-<s>/ and summarise (mean ± std, 95% "
+                                     "interval) in OUT/summary.json and summary.html", "experiment", metavar="N",
+                                     nargs="+")
+    num_seeds: Optional[int] = opt(None, "run N seeds: --seed, --seed + 1, ... (like --seeds)", "experiment",
+                                   metavar="N")
+    folds: Optional[int] = opt(None, "k-fold cross-validation over the training file: K runs into OUT/fold-<k>/, each "
+                               "validated on one fold (stratified like --validation-split), summarised, with "
+                               "out-of-fold predictions for every training row", "experiment", metavar="K")
+    fold: Optional[int] = opt(None, "run only fold k (1..K) of --folds K", "experiment", metavar="k")
+    keep: str = opt("best", "which runs' models an experiment keeps: best (copied to OUT/model; the others' "
+                    "model folders are removed) or all", "experiment", KEEP)
+    retry_collapsed: bool = opt(False, "rerun a seed whose model predicts a single class on validation, with the "
+                                "next unused seed", "experiment")
+    # checkpointing
+    save_every: Optional[str] = opt(None, "save a resumable checkpoint every N optimizer steps, or `epoch`",
+                                    "checkpointing", metavar="N|epoch")
+    keep_last: int = opt(3, "keep only the newest K checkpoints", "checkpointing", metavar="K")
+    resume: Optional[str] = opt(None, "continue the run in --output-dir from its newest complete checkpoint (or from "
+                                "checkpoint folder PATH)", "checkpointing", metavar="PATH", nargs="?", const="latest")
+    skip_nonfinite_batches: bool = opt(False, "skip batches whose loss is NaN/inf instead of stopping the run (checks "
+                                       "every step, which costs a host sync)", "checkpointing")
+    # output
+    output_dir: Optional[str] = opt(None, "run folder (default: runs/<task>-<timestamp>)", "output", metavar="DIR")
+    overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output")
+    log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
+    report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
+    report: bool = opt(True, "write report.html and its plots when the run ends (about 2 s; `tuneloop report RUN` "
+                       "writes them any time later)", "output")
+    quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+    dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
+                        "forward pass's loss, then exit without training or writing anything", "output")
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the model is torch.compiled (`auto` counts as not yet: resolve.for_this_machine decides it)."""
+        return self.compile not in ("no", "auto")
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> "TrainConfig":
+        """Check every option before any work starts; raise ConfigError naming the option."""
+        from ..tasks import TASKS, possible_metrics, unknown_metric_message
+
+        def need(cond: bool, flag: str, msg: str):
+            if not cond:
+                raise ConfigError(f"--{flag.replace('_', '-')}: {msg}")
+
+        need(math.isfinite(self.lr) and self.lr > 0, "lr", f"must be a positive number, got {self.lr}")
+        need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
+        if self.max_steps is not None:
+            need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
+        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every"):
+            need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
+        need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
+        need(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
+        need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",
+             "give either --warmup-steps or --warmup-ratio, not both")
+        if self.max_grad_norm is not None:
+            need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
+        need(self.keep_last >= 1, "keep_last", f"must be at least 1, got {self.keep_last}")
+        need(0 < self.validation_split < 1, "validation_split",
+             f"must be a fraction between 0 and 1 (exclusive), got {self.validation_split}")
+        if self.class_weights not in ("none", "balanced"):
+            need(Path(self.class_weights).is_file(), "class_weights",
+                 f"{self.class_weights!r} is neither none, balanced nor an existing JSON file of label: weight")
+        if self.save_every is not None and self.save_every != "epoch":
+            need(str(self.save_every).isdigit() and int(self.save_every) >= 1, "save_every",
+                 f"must be a number of steps (>= 1) or `epoch`, got {self.save_every!r}")
+        if self.eval_every is not None:
+            need(eval_every_parts(self.eval_every) is not None, "eval_every",
+                 f"must be a number of steps (>= 1) or K/epoch (K >= 1), got {self.eval_every!r}")
+        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "early_stopping_patience"):
+            value = getattr(self, name)
+            if value is not None:
+                need(value >= 1, name, f"must be at least 1, got {value}")
+        try:
+            parse_objective(self.optimize_threshold_for)
+        except ValueError as e:
+            need(False, "optimize_threshold_for", str(e))
+        if self.abstain_below is not None:
+            need(0 < self.abstain_below <= 1, "abstain_below",
+                 f"must be a probability in (0, 1], got {self.abstain_below}")
+        if self.seeds is not None:
+            need(len(self.seeds) >= 1 and len(set(self.seeds)) == len(self.seeds), "seeds",
+                 f"give distinct seeds, got {' '.join(map(str, self.seeds))}")
+        need(not (self.seeds and self.num_seeds), "num_seeds", "give either --seeds or --num-seeds, not both")
+        need(self.num_seeds is None or self.num_seeds >= 1, "num_seeds", f"must be at least 1, got {self.num_seeds}")
+        if self.folds is not None or self.fold is not None:
+            need(self.folds is not None and self.folds >= 2, "folds", f"must be at least 2, got {self.folds}")
+            need(self.fold is None or 1 <= self.fold <= self.folds, "fold", f"must be in 1..{self.folds}")
+            need(bool(self.train_file) and not self.validation_file and not self.data_dir, "folds",
+                 "k-fold splits one --train-file (leave out --validation-file and --data-dir)")
+        if self.windows is not None:
+            need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
+        need(self.attention != "chunked" or not self.compiled, "attention",
+             "chunked attention runs eagerly, not under --compile; leave --attention auto (SDPA when compiling)")
+        if self.dataloader_workers is not None:
+            need(self.dataloader_workers >= 0, "dataloader_workers", f"must be >= 0, got {self.dataloader_workers}")
+        if self.pad_to_max_length:
+            need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
+        for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
+                              ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
+                              ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
+                              ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
+                              ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
+            need(getattr(self, name) in choices, name,
+                 f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
+        if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word
+            package = TRACKER_PACKAGES[self.report_to]
+            need(importlib.util.find_spec(package) is not None, "report_to",
+                 f"{self.report_to} needs the {package} package, which is not installed: `pip install {package}`")
+        if self.task is not None:
+            need(self.task.lower() in TASKS, "task",
+                 f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)} (or leave it out and give "
+                 "--train-file for your own data)")
+        if self.metric_for_best is not None:
+            known = possible_metrics(TASKS.get((self.task or "").lower()), self.problem_type)
+            problem = unknown_metric_message(self.metric_for_best, known)
+            need(problem is None, "metric_for_best", problem)
+        if self.text_columns is not None:
+            need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
+                 f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
+        if self.data_dir is not None and self.data_dir != "sample":
+            need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder")
+            need(self.task is not None, "data_dir", "a GLUE folder needs --task to say which task it holds")
+        for name in ("train_file", "validation_file", "test_file"):
+            path = getattr(self, name)
+            if path is not None:
+                need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
+        if self.data_dir and (self.train_file or self.validation_file):
+            raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> "TrainConfig":
+        return dataclasses.replace(self, **changes)
+
+    def changes(self) -> dict:
+        """The options whose values differ from the defaults (what a TrainConfig object says, as a layer of
+        options: see resolve.resolve_config)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
+
+    # ------------------------------------------------------------------ YAML
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike, **overrides) -> "TrainConfig":
+        return cls(**{**read_yaml_options(path, cls), **overrides})
+
+    def save_yaml(self, path: str | os.PathLike) -> None:
+        from ..atomic import atomic_write_text
+
+        atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+
+def parse_objective(text: str) -> tuple[str, float | None]:
+    """--optimize-threshold-for: 'f1' | 'macro-f1' | 'precision@R' | 'recall@P' → (name, target); ValueError if not."""
+    name, _, value = str(text).partition("@")
+    if name in ("f1", "macro-f1") and not value:
+        return name, None
+    try:
+        target = float(value) if name in ("precision", "recall") else None
+    except ValueError:
+        target = None
+    if target is not None and 0 < target <= 1:
+        return name, target
+    raise ValueError(f"{text!r}: use f1, macro-f1, precision@R or recall@P with R, P in (0, 1]")
+
+
+def eval_every_parts(value) -> tuple[str, int] | None:
+    """`--eval-every` as ("steps", N) or ("per_epoch", K); None when it is neither."""
+    text = str(value).strip().lower().replace(" ", "")
+    per_epoch = text.endswith("/epoch")
+    number = text[:-len("/epoch")] if per_epoch else text
+    if not number.isdigit() or int(number) < 1:
+        return None
+    return ("per_epoch" if per_epoch else "steps", int(number))
+
+
+def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--config") -> dict:
+    """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
+    return read_options_file(path, cls, flag)

@@ -1,0 +1,80 @@
+"""Option values from text: YAML files of options and the type each option's value is turned into (the same
+rules for YAML and command-line flags), for any dataclass of options (config.TrainConfig, search spaces)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from typing import Any
+
+import yaml
+
+from ..exceptions import ConfigError
+
+
+def read_yaml_mapping(path: str | os.PathLike, flag: str, what: str = "a mapping of option: value") -> dict:
+    """A YAML file that must hold a mapping; ConfigError naming `flag` and the file otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"{flag}: {path} does not exist") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{flag}: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{flag}: {path} must hold {what}")
+    return data
+
+
+def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> dict:
+    """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
+    data = read_yaml_mapping(path, flag)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    out = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            raise ConfigError(f"{flag}: {path}: unknown option {key!r}; see `tuneloop train --help`")
+        out[name] = coerce(cls, known[name], value, source=f"{path}: {key}")
+    return out
+
+
+def field_type(cls, f: dataclasses.Field):
+    """The field's type, Optional[...] unwrapped."""
+    hint = typing.get_type_hints(cls)[f.name] if f.name in cls.__dataclass_fields__ else f.type
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is typing.Union and len(args) == 1:
+        hint = args[0]
+    return hint
+
+
+def coerce(cls, f: dataclasses.Field, value: Any, source: str):
+    """Turn a YAML/CLI value into the field's type, with a message naming the option on failure."""
+    kind = field_type(cls, f)
+    if value is None:
+        return None
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "yes", "1", "on"):
+                return True
+            if text in ("false", "no", "0", "off"):
+                return False
+            raise ValueError(value)
+        if typing.get_origin(kind) is list:
+            items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+            element = (typing.get_args(kind) or (str,))[0]
+            return [int(v) if element is int else str(v).strip() for v in items]
+        if kind is int:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if kind is float:
+            return float(value)
+        return str(value) if not isinstance(value, bool) else str(value).lower()
+    except (TypeError, ValueError):
+        name = getattr(kind, "__name__", str(kind))
+        raise ConfigError(f"{source}: expected {name}, got {value!r}") from None

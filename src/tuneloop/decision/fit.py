@@ -1,0 +1,140 @@
+"""Fitting the decision rule (rule.py) on the validation outputs after training, and measuring it honestly.
+
+The rule saved with the model is fitted on every validation row. What results.json and the report quote about it
+(ECE and NLL after calibration, the metrics at the tuned thresholds, coverage and accuracy when abstaining) come
+from a 2-fold cross-fit instead: the rule is fitted on one half of the validation rows and measured on the other,
+both ways round, so no row is scored by a rule fitted on it. With fewer than MIN_CROSS_FIT rows (or a class with
+fewer than 2 rows) the figures are in-sample, and say so.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..tasks import REGRESSION, SINGLE_LABEL
+from .rule import MULTI, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds, nll, reliability
+
+MIN_CROSS_FIT = 40
+
+
+def _folds(labels: np.ndarray, kind: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Two (fit rows, measured rows) pairs, stratified by class for single-label; None when too few rows."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    n = len(labels)
+    if n < MIN_CROSS_FIT:
+        return None
+    if kind == MULTI:
+        return list(KFold(2, shuffle=True, random_state=seed).split(np.zeros(n)))
+    y = labels.astype(np.int64)
+    if np.bincount(y)[np.unique(y)].min() < 2:
+        return None
+    return list(StratifiedKFold(2, shuffle=True, random_state=seed).split(np.zeros(n), y))
+
+
+def _fit(logits, labels, kind, options) -> DecisionRule:
+    """The rule fitted on these rows."""
+    temperature = fit_temperature(logits, labels, kind) if options["calibrate"] == "temperature" else 1.0
+    rule = DecisionRule(kind=kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
+                        abstain_label=options["abstain_label"], positive=options.get("positive", 1))
+    if options["decision"] == "threshold":
+        rule.thresholds, rule.notes = fit_thresholds(rule.probabilities(logits), labels, kind,
+                                                     options["objective"], rule.positive)
+        rule.objective = options["objective"]
+    return rule
+
+
+def _decision_metrics(predictions: np.ndarray, labels: np.ndarray, kind: str, positive: int = 1) -> dict:
+    from sklearn.metrics import f1_score, precision_score, recall_score
+
+    if kind == MULTI:
+        y = (labels > 0.5).astype(np.int64)
+        return {"f1_micro": f1_score(y, predictions, average="micro", zero_division=0.0),
+                "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0),
+                "precision_micro": precision_score(y, predictions, average="micro", zero_division=0.0),
+                "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0)}
+    y = labels.astype(np.int64)
+    out = {"accuracy": float(np.mean(predictions == y)),
+           "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0)}
+    if len(np.unique(np.r_[y, predictions])) <= 2 and max(y.max(), predictions.max()) <= 1:
+        out.update(f1=f1_score(y, predictions, pos_label=positive, zero_division=0.0),
+                   precision=precision_score(y, predictions, pos_label=positive, zero_division=0.0),
+                   recall=recall_score(y, predictions, pos_label=positive, zero_division=0.0))
+    return out
+
+
+def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str, options: dict, seed: int = 0
+                 ) -> tuple[DecisionRule, dict]:
+    """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `options`:
+    calibrate (none|temperature), decision (argmax|threshold), objective, abstain_below, abstain_label."""
+    logits = np.asarray(logits, dtype=np.float64)
+    rule = _fit(logits, labels, kind, options)
+    folds = _folds(labels, kind, seed)
+    probs = np.zeros_like(logits)
+    tuned = np.zeros(logits.shape if kind == MULTI else len(logits), dtype=np.int64)
+    for fit_rows, measured in folds or [(np.arange(len(labels)), np.arange(len(labels)))]:
+        part = _fit(logits[fit_rows], labels[fit_rows], kind, options) if folds else rule
+        probs[measured] = part.probabilities(logits[measured])
+        tuned[measured] = part.predictions(logits[measured])
+    raw = DecisionRule(kind=kind).probabilities(logits)
+    default = DecisionRule(kind=kind).predictions(logits)
+    n = len(labels)
+    how = (f"2-fold cross-fit on the {n} validation rows (each half scored by a rule fitted on the other)" if folds
+           else f"in-sample on the {n} validation rows (too few to hold any out: optimistic)")
+    rule.fitted_on = f"all {n} validation rows"
+    report = {"rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": how,
+              "calibration": {"method": options["calibrate"], "temperature": rule.temperature,
+                              "ece_before": round(ece(raw, labels, kind), 4),
+                              "ece_after": round(ece(probs, labels, kind), 4),
+                              "nll_before": round(nll(raw, labels, kind), 4),
+                              "nll_after": round(nll(probs, labels, kind), 4)},
+              "reliability": {"before": reliability(raw, labels, kind), "after": reliability(probs, labels, kind)}}
+    if rule.thresholds:
+        report["thresholds"] = {"objective": rule.objective, "values": rule.thresholds,
+                                "positive": rule.positive,
+                                "at_default": _rounded(_decision_metrics(default, labels, kind, rule.positive)),
+                                "at_tuned": _rounded(_decision_metrics(tuned, labels, kind, rule.positive))}
+    curve = coverage_curve(probs, labels, kind, tuned)
+    report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
+    if rule.abstain_below is not None:
+        report["abstain"].update(zip(("coverage", "accuracy"), coverage_curve(probs, labels, kind, tuned,
+                                                                               (rule.abstain_below,))[0][1:]))
+    if rule.notes:
+        report["notes"] = rule.notes
+    return rule, report
+
+
+def _rounded(d: dict) -> dict:
+    return {k: round(float(v), 4) for k, v in d.items()}
+
+
+def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.ndarray) -> dict:
+    """An evaluation's metrics under the rule (`tuneloop evaluate` on a model that has one): the task's metrics of
+    its decisions, the loss (NLL) and ECE of its probabilities, and with an abstain level the coverage and the
+    accuracy (multi-label: exact match) on the rows it answers."""
+    from ..evaluation.metrics import compute
+
+    kind = rule.kind
+    probs = rule.probabilities(logits)
+    out = compute(names, rule.decision_logits(logits), labels, kind)
+    out.update(loss=nll(probs, labels, kind), ece=ece(probs, labels, kind), num_samples=len(labels))
+    if rule.abstain_below is not None:
+        level, coverage, accuracy = coverage_curve(probs, labels, kind, rule.predictions(logits),
+                                                   (rule.abstain_below,))[0]
+        out.update(coverage=coverage, accuracy_answered=accuracy)
+    return out
+
+
+def check_decision_options(config, labels) -> None:
+    """Refuse, before training, decision options this data cannot use."""
+    from ..exceptions import ConfigError
+
+    if config.positive_label is not None and config.positive_label not in labels.names:
+        raise ConfigError(f"--positive-label {config.positive_label!r}: not a label of this data "
+                          f"({', '.join(labels.names)})")
+    if config.decision == "threshold" and labels.problem_type == SINGLE_LABEL \
+            and labels.num_labels != 2:
+        raise ConfigError(f"--decision threshold: needs two classes (a cut-off on the second) or multi-label data; "
+                          f"this data has {labels.num_labels} classes: use --decision argmax")
+    if labels.problem_type == REGRESSION and (config.decision == "threshold" or config.abstain_below is not None):
+        raise ConfigError("--decision threshold / --abstain-below: regression has no classes to decide between")

@@ -1,0 +1,230 @@
+"""The decision rule: how a model's scores become a prediction a user acts on.
+
+Three parts, each fitted on validation outputs after training and saved with the model (model/tuneloop.json):
+- a **temperature** T (Guo et al. 2017): probabilities are softmax(logits / T) (sigmoid for multi-label), T chosen
+  to minimise the negative log-likelihood; it changes no argmax, only how far the probabilities can be trusted;
+- **thresholds**: one cut-off on the positive class's probability (binary: --positive-label, by default the
+  second label) or one per label
+  (multi-label), chosen to maximise a metric (F1, macro-F1, precision at a recall, recall at a precision);
+- an **abstain** level: a prediction whose calibrated probability (of the predicted class; multi-label: of the
+  least certain label's decided side) is under it comes back as an explicit abstain label.
+
+Thresholds act as a shift of the logits (p ≥ t ⇔ logit(p) ≥ logit(t)), so `decision_logits` feeds the metrics code
+unchanged. Fitting on the rows one then reports on is optimistic: `fit.py` cross-fits and says which it did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..config.options import parse_objective
+from ..tasks import MULTI_LABEL, SINGLE_LABEL
+
+SINGLE, MULTI = SINGLE_LABEL, MULTI_LABEL
+
+
+def _logit(p: np.ndarray | float) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1 - 1e-12)
+    return np.log(p) - np.log1p(-p)
+
+
+def scaled_probabilities(logits: np.ndarray, kind: str, temperature: float = 1.0) -> np.ndarray:
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    if kind == MULTI:
+        return 1.0 / (1.0 + np.exp(-z))
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+@dataclass
+class DecisionRule:
+    """What model/tuneloop.json's "decision" holds; the identity rule (T = 1, argmax, no abstain) by default."""
+
+    kind: str = SINGLE
+    temperature: float = 1.0
+    thresholds: list[float] | None = None    # binary: [t] on the positive class; multi-label: one per label
+    positive: int = 1                        # binary: the class whose probability the threshold cuts
+    objective: str | None = None             # what the thresholds were chosen for
+    abstain_below: float | None = None
+    abstain_label: str = "abstain"
+    fitted_on: str = ""                      # which rows the parts were fitted on, in words
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "DecisionRule | None":
+        if not d:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def without_abstain(self) -> "DecisionRule":
+        return dataclasses.replace(self, abstain_below=None)
+
+    def describe(self) -> str:
+        """One line for a predictions file and the console, e.g. 'temperature 1.42; threshold 0.37 (f1)'."""
+        parts = [f"temperature {self.temperature:.3g}"]
+        if self.thresholds:
+            cut = ", ".join(f"{t:.3g}" for t in self.thresholds)
+            parts.append(f"threshold{'s' if len(self.thresholds) > 1 else ''} {cut} ({self.objective})")
+        else:
+            parts.append("argmax" if self.kind == SINGLE else "cut-off 0.5")
+        if self.abstain_below is not None:
+            parts.append(f"{self.abstain_label} below {self.abstain_below:g}")
+        return "; ".join(parts)
+
+    def probabilities(self, logits: np.ndarray) -> np.ndarray:
+        return scaled_probabilities(logits, self.kind, self.temperature)
+
+    def decision_logits(self, logits: np.ndarray) -> np.ndarray:
+        """Logits whose argmax (multi-label: sign) is the rule's decision; the metrics code takes them as they are."""
+        z = np.asarray(logits, dtype=np.float64) / self.temperature
+        if not self.thresholds:
+            return z
+        if self.kind == MULTI:
+            return z - _logit(np.asarray(self.thresholds))
+        z = z.copy()
+        z[:, self.positive] -= _logit(self.thresholds[0])   # p ≥ t ⇔ z_pos - z_other ≥ logit(t), two classes
+        return z
+
+    def predictions(self, logits: np.ndarray) -> np.ndarray:
+        z = self.decision_logits(logits)
+        return (z > 0).astype(np.int64) if self.kind == MULTI else z.argmax(-1)
+
+    def abstains(self, logits: np.ndarray) -> np.ndarray:
+        """True where the rule abstains."""
+        if self.abstain_below is None:
+            return np.zeros(len(logits), dtype=bool)
+        return confidence(self.probabilities(logits), self.predictions(logits), self.kind) < self.abstain_below
+
+
+def confidence(probs: np.ndarray, predictions: np.ndarray, kind: str) -> np.ndarray:
+    """The probability of the decided answer: of the predicted class (the top one under argmax); multi-label: of
+    the decided side (p or 1 - p) of the least certain label."""
+    if kind == MULTI:
+        return np.where(predictions > 0, probs, 1 - probs).min(-1)
+    return probs[np.arange(len(probs)), predictions]
+
+
+# ---------------------------------------------------------------------------------------------- temperature
+def nll(probs: np.ndarray, labels: np.ndarray, kind: str) -> float:
+    """Mean negative log-likelihood of the labels (multi-label: per (row, label), as binary cross-entropy)."""
+    if kind == MULTI:
+        return float(-np.mean(np.log(np.clip(np.where(labels > 0.5, probs, 1 - probs), 1e-12, 1))))
+    return float(-np.mean(np.log(np.clip(probs[np.arange(len(labels)), labels.astype(np.int64)], 1e-12, 1))))
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> float:
+    """The T in [0.05, 20] that minimises the NLL of softmax(logits / T) (a bounded 1-D search over log T)."""
+    from scipy.optimize import minimize_scalar
+
+    def loss(log_t: float) -> float:
+        return nll(scaled_probabilities(logits, kind, math.exp(log_t)), labels, kind)
+
+    result = minimize_scalar(loss, bounds=(math.log(0.05), math.log(20.0)), method="bounded",
+                             options={"xatol": 1e-4})
+    return float(math.exp(result.x))
+
+
+def _binned(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int):
+    """(confidence, 1.0 where right, bin) per prediction: the top label (single-label), or every (row, label)
+    probability as a binary prediction of "present" (multi-label)."""
+    if kind == MULTI:
+        conf, correct = probs.reshape(-1), (labels > 0.5).reshape(-1).astype(np.float64)
+    else:
+        conf, correct = probs.max(-1), (probs.argmax(-1) == labels.astype(np.int64)).astype(np.float64)
+    return conf, correct, np.minimum((conf * bins).astype(np.int64), bins - 1)
+
+
+def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> float:
+    """Expected calibration error over `bins` equal-width bins: of the top-label confidence (single-label), or
+    of every (row, label) probability taken as a binary prediction (multi-label)."""
+    conf, correct, which = _binned(probs, labels, kind, bins)
+    total = 0.0
+    for b in range(bins):
+        inside = which == b
+        if inside.any():
+            total += inside.mean() * abs(conf[inside].mean() - correct[inside].mean())
+    return float(total)
+
+
+def reliability(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> list[list[float]]:
+    """[bin centre, mean confidence, accuracy, rows] per non-empty bin: the reliability diagram's points."""
+    conf, correct, which = _binned(probs, labels, kind, bins)
+    return [[(b + 0.5) / bins, float(conf[which == b].mean()), float(correct[which == b].mean()),
+             int((which == b).sum())] for b in range(bins) if (which == b).any()]
+
+
+# ---------------------------------------------------------------------------------------------- thresholds
+def _cut_table(scores: np.ndarray, positive: np.ndarray):
+    """Every distinct decision on these rows (positive when score ≥ cut), highest cut first: above the top score
+    (nothing positive), then midway below each distinct score; with TP, FP, FN, TN at each."""
+    order = np.argsort(-scores, kind="stable")
+    s, y = scores[order], positive[order].astype(np.int64)
+    last = np.r_[np.flatnonzero(np.diff(s) != 0), len(s) - 1] if len(s) else np.array([], dtype=np.int64)
+    lower = np.r_[s[last[1:]], 0.0]                                 # the next lower distinct score
+    cuts = np.r_[(1.0 + s[0]) / 2 if len(s) else 0.5, (s[last] + lower) / 2]
+    tp, fp = np.r_[0, np.cumsum(y)[last]], np.r_[0, np.cumsum(1 - y)[last]]
+    n_pos = int(y.sum())
+    return cuts, tp, fp, n_pos - tp, len(y) - n_pos - fp
+
+
+def best_threshold(scores: np.ndarray, positive: np.ndarray, objective: str) -> tuple[float, bool]:
+    """(cut-off, whether the objective's constraint could be met) maximising the objective on these rows;
+    ties go to the highest cut-off (the fewest positives)."""
+    name, target = parse_objective(objective)
+    cuts, tp, fp, fn, tn = _cut_table(np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool))
+    f1_pos = 2 * tp / np.maximum(2 * tp + fp + fn, 1)
+    f1_neg = 2 * tn / np.maximum(2 * tn + fn + fp, 1)
+    precision = tp / np.maximum(tp + fp, 1)             # 0 when nothing is predicted positive
+    recall = np.where(tp + fn > 0, tp / np.maximum(tp + fn, 1), 0.0)
+    met = True
+    if name == "f1":
+        value = f1_pos
+    elif name == "macro-f1":
+        value = (f1_pos + f1_neg) / 2
+    else:
+        goal, constraint = (precision, recall) if name == "precision" else (recall, precision)
+        feasible = constraint >= target - 1e-12
+        met = bool(feasible.any())
+        value = np.where(feasible, goal, -1.0) if met else constraint   # not reachable: come as close as possible
+    return float(cuts[int(np.argmax(value))]), met
+
+
+def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str, objective: str, positive: int = 1
+                   ) -> tuple[list[float], list[str]]:
+    """Binary: [cut-off on the positive class]; multi-label: one per label. Returns (thresholds, warnings)."""
+    notes = []
+    if kind == MULTI:
+        columns = [(probs[:, k], labels[:, k] > 0.5) for k in range(probs.shape[1])]
+    else:
+        columns = [(probs[:, positive], labels.astype(np.int64) == positive)]
+    cuts = []
+    for k, (scores, positive) in enumerate(columns):
+        cut, met = best_threshold(scores, positive, objective)
+        if not met:
+            notes.append(f"{objective} cannot be reached on the validation rows" +
+                         (f" for label {k}" if kind == MULTI else "") + "; the closest cut-off is used")
+        cuts.append(round(cut, 6))
+    return cuts, notes
+
+
+def coverage_curve(probs: np.ndarray, labels: np.ndarray, kind: str, predictions: np.ndarray,
+                   levels=(0.0, *np.round(np.arange(0.5, 1.0, 0.05), 2))) -> list[list[float]]:
+    """[abstain level, coverage, accuracy on the rows kept] for each level (multi-label accuracy: exact match);
+    level 0 keeps every row."""
+    conf = confidence(probs, predictions, kind)
+    right = np.all(predictions == (labels > 0.5), -1) if kind == MULTI else predictions == labels.astype(np.int64)
+    out = []
+    for level in levels:
+        kept = conf >= level
+        out.append([float(level), round(float(kept.mean()), 4),
+                    round(float(right[kept].mean()), 4) if kept.any() else None])
+    return out

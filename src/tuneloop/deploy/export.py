@@ -1,0 +1,104 @@
+"""`tuneloop export`: a trained model as ONNX (optionally int8), checked against the PyTorch model before it is
+written. The exported folder holds model.onnx, the tokenizer, config.json and tuneloop.json (labels, text policy,
+decision rule, the data it was validated on), so `tuneloop evaluate`, `predict` and `serve` take it as they take
+the PyTorch folder, running on ONNX Runtime.
+
+The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data (raw
+scores); the export reports both metrics and the largest logit difference, and is refused — nothing is written —
+when the main metric drops by more than 0.5 points, or by more than `--allow-drop X` points when given (a drop over
+0.5 but within X is a warning).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import extras
+from ..atomic import atomic_folder
+from ..exceptions import TuneloopError
+from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, MODEL_DIR, ONNX_FILE
+from ..model.onnx_model import export_onnx, is_onnx_folder, quantize_int8
+from ..predict.classifier import Classifier
+from ..predict.evaluate import evaluation
+from ..runtime.process import command_scope
+from ..tasks import signed_score
+
+log = logging.getLogger("tuneloop")
+DEFAULT_DROP = 0.5           # points of the main metric
+
+
+def model_folder(source: str) -> Path:
+    """A run folder's model/, or the model folder itself."""
+    path = Path(source)
+    if (path / MODEL_DIR / MODEL_CONFIG_FILE).is_file():
+        return path / MODEL_DIR
+    if (path / MODEL_CONFIG_FILE).is_file():
+        return path
+    raise TuneloopError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
+
+
+def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None) -> dict:
+    """Compare two evaluations of the first split: both metrics, the drop in points, the largest logit
+    difference, and the verdict."""
+    (ours, theirs), split = (torch_eval.main_split, onnx_eval.main_split), next(iter(torch_eval.outputs))
+    logits_a, logits_b = torch_eval.outputs[split][0], onnx_eval.outputs[split][0]
+    drop = round((signed_score(main, ours[main]) - signed_score(main, theirs[main])) * 100, 4)
+    limit = DEFAULT_DROP if allow_drop is None else allow_drop
+    verdict = "fail" if drop > limit else "warn" if drop > DEFAULT_DROP else "pass"
+    return {"split": split, "rows": len(logits_a), "main_metric": main, "pytorch": ours, "exported": theirs,
+            "drop_points": drop, "allowed_drop_points": limit,
+            "max_logit_difference": float(np.abs(logits_a - logits_b).max()),
+            "prediction_agreement": float(np.mean(logits_a.argmax(-1) == logits_b.argmax(-1))), "verdict": verdict}
+
+
+def export_model(source: str, output: str, quantize: str | None = None, allow_drop: float | None = None,
+                 overwrite: bool = False, quiet: bool = False) -> dict:
+    """Export, gate, and write `output` atomically; returns the export report (raises TuneloopError on a failed
+    gate, leaving `output` as it was)."""
+    extras.require("export")
+    folder = model_folder(source)
+    if is_onnx_folder(folder):
+        raise TuneloopError(f"{source}: already an exported model; export the PyTorch model folder")
+    target = Path(output)
+    if target.exists() and any(target.iterdir()) and not overwrite:
+        raise TuneloopError(f"--output {output}: already exists and is not empty; choose another folder or pass "
+                            "--overwrite")
+    with command_scope(quiet), Classifier.load(folder, cpu=True) as clf:
+        model, tokenizer, meta = clf.model, clf.tokenizer, clf.metadata
+        main = meta.get("main_metric")
+        if not main or not (meta.get("data") or {}):
+            raise TuneloopError(f"{source}: the model has no recorded validation data to check the export against "
+                                "(the model folder of a tuneloop run has)")
+        with atomic_folder(target) as tmp:
+            started = time.perf_counter()
+            fp32 = tmp / "model.fp32.onnx"
+            export_onnx(model, tokenizer, fp32)
+            if quantize == "int8":
+                quantize_int8(fp32, tmp / ONNX_FILE)
+                fp32.unlink()
+            else:
+                fp32.rename(tmp / ONNX_FILE)
+            tokenizer.save_pretrained(tmp)
+            model.config.save_pretrained(tmp)
+            info = {"format": "onnx", "quantize": quantize or "none", "source": str(folder.resolve()),
+                    "seconds": round(time.perf_counter() - started, 2),
+                    "size_mb": round((tmp / ONNX_FILE).stat().st_size / 2**20, 2)}
+            (tmp / METADATA_FILE).write_text(json.dumps({**meta, "export": info}, indent=2), encoding="utf-8")
+            with Classifier.load(tmp, cpu=True) as exported:
+                checked = [evaluation(c, {"quiet": quiet}, raw=True)[1] for c in (clf, exported)]
+            report = {**info, "gate": gate(*checked, main, allow_drop)}
+            (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
+            g = report["gate"]
+            if g["verdict"] == "fail":
+                raise TuneloopError(f"export refused: {main} {g['exported'][main]:.4f} exported against "
+                                    f"{g['pytorch'][main]:.4f} in PyTorch, a drop of {g['drop_points']:.2f} points "
+                                    f"(allowed {g['allowed_drop_points']:g}); nothing written. Export without "
+                                    "--quantize, or accept the drop with --allow-drop X")
+            if g["verdict"] == "warn":
+                log.warning(f"the export loses {g['drop_points']:.2f} points of {main} (allowed by --allow-drop)")
+    return report

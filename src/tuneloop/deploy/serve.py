@@ -1,0 +1,202 @@
+"""`tuneloop serve MODEL_DIR`: the model as an HTTP JSON service (FastAPI on uvicorn), with dynamic batching.
+
+    POST /predict   {"texts": "one text"} | {"texts": ["a", "b"]} | {"texts": [["first", "second"], ...]} (pairs)
+                    → {"predictions": [{"label": ..., "probabilities": {...}}, ...], "decision_rule": ...}
+    GET  /health    → {"status": "ok"}
+    GET  /metadata  → labels, model, backend, text columns, max length, how long texts are read, decision rule
+    GET  /stats     → requests, rows, batches and how many rows each batch held
+
+Requests wait in a queue; one worker takes up to --max-batch-size rows (several requests) or whatever arrived
+within --max-wait-ms, sorts them by length, and runs them in length-sorted chunks on the PyTorch model or the
+ONNX Runtime session (an exported folder), off the event loop. Each row is decided by the model's saved rule
+(temperature, thresholds, abstain) as `tuneloop predict` does. Bad requests get a 4xx with a one-line message
+and never take the server down; SIGTERM stops accepting connections and finishes the requests in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import time
+from collections import Counter
+
+from fastapi import FastAPI, Request  # needs the [serve] extra: `tuneloop serve` checks it first
+from fastapi.responses import JSONResponse
+
+from ..predict.classifier import Classifier
+
+log = logging.getLogger("tuneloop")
+
+
+def predict_rows(classifier: Classifier, items: list[tuple[str, str | None]]) -> list[dict]:
+    """One prediction row (label, probabilities) per (text, second text or None), under the model's rule."""
+    return classifier.rows(classifier.logits(items))
+
+
+class Batcher:
+    """A queue of requests and one worker that batches them: up to `max_batch_size` rows, or what arrived within
+    `max_wait_ms` of the first; the model runs in a single background thread."""
+
+    def __init__(self, classifier: Classifier, max_batch_size: int, max_wait_ms: float):
+        self.classifier, self.max_batch_size, self.max_wait = classifier, max_batch_size, max_wait_ms / 1000
+        self.queue: asyncio.Queue | None = None
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tuneloop-model")
+        self.batch_rows: Counter = Counter()
+        self.requests = self.rows = self.failures = 0
+
+    async def submit(self, items: list) -> list[dict]:
+        future = asyncio.get_running_loop().create_future()
+        await self.queue.put((items, future))
+        return await future
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            first = await self.queue.get()
+            if first is None:
+                return
+            batch, rows = [first], len(first[0])
+            deadline = loop.time() + self.max_wait
+            while rows < self.max_batch_size and (left := deadline - loop.time()) > 0:
+                try:
+                    following = await asyncio.wait_for(self.queue.get(), left)
+                except asyncio.TimeoutError:
+                    break
+                if following is None:           # shutting down: finish this batch, then stop
+                    self.queue.put_nowait(None)
+                    break
+                batch.append(following)
+                rows += len(following[0])
+            items = [item for request, _ in batch for item in request]
+            try:
+                results = await loop.run_in_executor(self.executor, predict_rows, self.classifier, items)
+            except Exception as e:  # noqa: BLE001 - the request fails, the server stays up
+                self.failures += len(batch)
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(e)
+                continue
+            self.batch_rows[rows] += 1
+            self.requests, self.rows = self.requests + len(batch), self.rows + rows
+            start = 0
+            for request, future in batch:
+                if not future.done():
+                    future.set_result(results[start:start + len(request)])
+                start += len(request)
+
+    def stats(self) -> dict:
+        batches = sum(self.batch_rows.values())
+        return {"requests": self.requests, "rows": self.rows, "batches": batches, "failed_requests": self.failures,
+                "mean_rows_per_batch": round(self.rows / batches, 3) if batches else None,
+                "rows_per_batch": {str(k): v for k, v in sorted(self.batch_rows.items())}}
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def parse_texts(body, pair: bool | None, max_rows: int) -> list[tuple[str, str | None]]:
+    """The request's rows as (text, second text or None); BadRequest (400/413) naming what is wrong."""
+    if not isinstance(body, dict) or "texts" not in body:
+        raise BadRequest(400, 'the body must be a JSON object with "texts": a text, a list of texts, or a list of '
+                              '[first, second] pairs')
+    texts = body["texts"]
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts:
+        raise BadRequest(400, '"texts" must be a text or a non-empty list')
+    if len(texts) > max_rows:
+        raise BadRequest(413, f"{len(texts)} rows in one request; at most {max_rows} (--max-rows)")
+    rows = []
+    for i, item in enumerate(texts, 1):
+        if isinstance(item, str):
+            row = (item, None)
+        elif isinstance(item, list) and len(item) == 2 and all(isinstance(t, str) for t in item):
+            row = (item[0], item[1])
+        else:
+            raise BadRequest(400, f"row {i}: give a text or a [first, second] pair of texts, got {str(item)[:80]}")
+        if pair is True and row[1] is None:
+            raise BadRequest(400, f"row {i}: the model reads pairs of texts; give [first, second]")
+        if pair is False and row[1] is not None:
+            raise BadRequest(400, f"row {i}: the model reads one text per row, not a pair")
+        if not row[0].strip() or (row[1] is not None and not row[1].strip()):
+            raise BadRequest(400, f"row {i}: empty text")
+        rows.append(row)
+    if len({r[1] is None for r in rows}) > 1:
+        raise BadRequest(400, "mix of single texts and pairs in one request; send one kind")
+    return rows
+
+
+def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: float = 5.0, max_rows: int = 256,
+               max_body_bytes: int = 1 << 20):
+    """The FastAPI app (its lifespan starts and stops the batching worker)."""
+    import json
+
+    batcher = Batcher(classifier, max_batch_size, max_wait_ms)
+    rule_text = classifier.describe()["decision_rule_text"]          # the same for every response
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        batcher.queue = asyncio.Queue()
+        worker = asyncio.create_task(batcher.run())
+        yield
+        await batcher.queue.put(None)           # after uvicorn has finished the requests in flight
+        await worker
+        batcher.executor.shutdown(wait=True)
+
+    app = FastAPI(title="tuneloop", lifespan=lifespan)
+    app.state.batcher = batcher
+
+    @app.exception_handler(BadRequest)
+    async def bad_request(request, exc: BadRequest):
+        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok"}
+
+    @app.get("/metadata")
+    async def metadata():
+        return {**classifier.describe(), "max_batch_size": max_batch_size, "max_wait_ms": max_wait_ms,
+                "max_rows": max_rows}
+
+    @app.get("/stats")
+    async def stats():
+        return batcher.stats()
+
+    @app.post("/predict")
+    async def predict(request: Request):
+        started = time.perf_counter()
+        raw = await request.body()
+        if len(raw) > max_body_bytes:
+            raise BadRequest(413, f"the body has {len(raw)} bytes; at most {max_body_bytes} (--max-body-kb)")
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise BadRequest(400, f"the body is not JSON ({e})") from None
+        rows = parse_texts(body, classifier.pair, max_rows)
+        predictions = await batcher.submit(rows)
+        return {"predictions": predictions, "decision_rule": rule_text,
+                "ms": round((time.perf_counter() - started) * 1000, 2)}
+
+    return app
+
+
+def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_size: int = 32,
+          max_wait_ms: float = 5.0, max_rows: int = 256, max_body_kb: int = 1024, threads: int | None = None,
+          precision: str = "auto") -> None:
+    """Run the service until SIGINT/SIGTERM (uvicorn's handlers: stop accepting, finish what is in flight)."""
+    import torch
+    import uvicorn
+
+    if threads:
+        torch.set_num_threads(threads)
+    with Classifier.load(model_dir, precision=precision, threads=threads) as classifier:
+        app = create_app(classifier, max_batch_size, max_wait_ms, max_rows, max_body_kb * 1024)
+        log.info(f"serving {model_dir} ({classifier.backend}, {classifier.precision}) on http://{host}:{port}")
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                      timeout_graceful_shutdown=30)).run()

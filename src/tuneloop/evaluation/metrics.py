@@ -1,0 +1,144 @@
+"""Computing the metrics tasks.py names (the definitions GLUE uses, from scikit-learn/scipy), batch by batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..tasks import MULTI_LABEL, REGRESSION
+
+
+def predictions_from_logits(logits: np.ndarray, problem_type: str) -> np.ndarray:
+    if problem_type == REGRESSION:
+        return logits.reshape(-1)
+    if problem_type == MULTI_LABEL:
+        return (logits > 0).astype(np.int64)   # sigmoid(x) > 0.5
+    return logits.argmax(-1)
+
+
+def compute(names, logits: np.ndarray, labels: np.ndarray, problem_type: str) -> dict:
+    from scipy.stats import pearsonr, spearmanr
+    from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+    preds = predictions_from_logits(logits, problem_type)
+    out = {}
+    for name in names:
+        if name == "accuracy":
+            out[name] = accuracy_score(labels, preds)
+        elif name == "f1":
+            out[name] = f1_score(labels, preds, zero_division=0.0)
+        elif name == "f1_macro":
+            out[name] = f1_score(labels, preds, average="macro", zero_division=0.0)
+        elif name == "f1_micro":
+            out[name] = f1_score(labels, preds, average="micro", zero_division=0.0)
+        elif name == "exact_match":
+            out[name] = float(np.mean(np.all(preds == labels, axis=-1)))
+        elif name == "matthews_correlation":
+            out[name] = matthews_corrcoef(labels, preds)
+        elif name in ("pearson", "spearmanr"):
+            constant = np.ptp(preds) == 0 or np.ptp(labels) == 0   # correlation undefined: report 0, not NaN
+            fn = pearsonr if name == "pearson" else spearmanr
+            out[name] = 0.0 if constant else fn(preds, labels)[0]
+        elif name == "mse":
+            out[name] = float(np.mean((preds - labels) ** 2))
+        else:
+            raise KeyError(f"unknown metric {name!r}")
+    return {k: float(v) for k, v in out.items()}
+
+
+def loss_from_logits(logits: np.ndarray, labels: np.ndarray, problem_type: str) -> float:
+    """The same loss the model trains with, over every example exactly once."""
+    x, y = torch.from_numpy(logits).float(), torch.from_numpy(labels)
+    fn = torch.nn.functional
+    if problem_type == REGRESSION:
+        return float(fn.mse_loss(x.reshape(-1), y.float().reshape(-1)))
+    if problem_type == MULTI_LABEL:
+        return float(fn.binary_cross_entropy_with_logits(x, y.float()))
+    return float(fn.cross_entropy(x, y.long()))
+
+
+def pool_windows(logits: np.ndarray, labels: np.ndarray | None, docs: np.ndarray, problem_type: str,
+                 how: str = "mean"):
+    """One row per document, in document order: the mean (or per-class max) of its windows' probabilities,
+    turned back into logits (log-probabilities; logits of the sigmoid for multi-label); regression takes the
+    mean score. A document with one window keeps its logits exactly."""
+    order = np.argsort(docs, kind="stable")
+    unique, starts = np.unique(docs[order], return_index=True)
+    logits, labels = logits[order], (labels[order] if labels is not None else None)
+    if len(unique) == len(docs):
+        return logits, labels, unique
+    counts = np.diff(np.append(starts, len(docs)))[:, None]
+    if problem_type == REGRESSION:
+        pooled = np.add.reduceat(logits, starts, axis=0) / counts
+    else:
+        x = torch.from_numpy(logits).double()
+        probs = (torch.sigmoid(x) if problem_type == MULTI_LABEL else torch.softmax(x, -1)).numpy()
+        probs = np.maximum.reduceat(probs, starts, axis=0) if how == "max" else \
+            np.add.reduceat(probs, starts, axis=0) / counts
+        probs = np.clip(probs, 1e-12, 1 - 1e-12)
+        if problem_type == MULTI_LABEL:
+            pooled = np.log(probs) - np.log1p(-probs)
+        else:
+            pooled = np.log(probs / probs.sum(axis=1, keepdims=True))
+    single = counts[:, 0] == 1                   # documents of one window keep their logits exactly
+    pooled[single] = logits[starts[single]]
+    return pooled.astype(logits.dtype), (labels[starts] if labels is not None else None), unique
+
+
+class Accumulator:
+    """Like `evaluate`'s add_batch/compute: collect (already gathered) logits, labels and the documents they
+    belong to; compute on one row per document (windows pooled, see pool_windows)."""
+
+    def __init__(self, names, problem_type: str, pooling: str = "mean"):
+        self.names, self.problem_type, self.pooling = tuple(names), problem_type, pooling
+        self.logits, self.labels, self.docs = [], [], []
+        self._pooled = None
+
+    def add_batch(self, logits: torch.Tensor, labels: torch.Tensor | None = None,
+                  docs: torch.Tensor | None = None) -> None:
+        self.logits.append(logits.detach().float().cpu().numpy())
+        if labels is not None:
+            self.labels.append(labels.detach().cpu().numpy())
+        if docs is not None:
+            self.docs.append(docs.detach().cpu().numpy())
+        self._pooled = None
+
+    def pooled(self):
+        """(logits, labels or None, docs): one row per document, in document order."""
+        if self._pooled is None:
+            logits = np.concatenate(self.logits) if self.logits else np.zeros((0, 1), dtype=np.float32)
+            labels = np.concatenate(self.labels) if self.labels else None
+            docs = np.concatenate(self.docs) if self.docs else np.arange(len(logits))
+            self._pooled = pool_windows(logits, labels, docs, self.problem_type, self.pooling)
+        return self._pooled
+
+    @property
+    def all_logits(self) -> np.ndarray:
+        return self.pooled()[0]
+
+    @property
+    def all_labels(self) -> np.ndarray:
+        labels = self.pooled()[1]
+        return labels if labels is not None else np.zeros((0,))
+
+    def compute(self) -> dict:
+        logits, labels = self.all_logits, self.all_labels
+        results = compute(self.names, logits, labels, self.problem_type)
+        results["loss"] = loss_from_logits(logits, labels, self.problem_type)
+        results["num_samples"] = int(len(labels))
+        return results
+
+
+def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
+    """{label: {"precision", "recall", "f1", "support"}} for classification (every label for multi-label)."""
+    from sklearn.metrics import precision_recall_fscore_support
+
+    if schema.problem_type == REGRESSION:
+        return None
+    preds = predictions_from_logits(logits, schema.problem_type)
+    y = labels.astype(np.int64) if schema.problem_type != MULTI_LABEL else \
+        (labels > 0.5).astype(np.int64)
+    index = list(range(len(schema.names))) if schema.problem_type != MULTI_LABEL else None
+    precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
+    return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
+                   "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}

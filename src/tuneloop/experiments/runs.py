@@ -1,0 +1,152 @@
+"""Experiments: one configuration run several times, then summarised.
+
+`--seeds 1 2 3` (or `--num-seeds N`) runs it once per seed into OUT/seed-<s>/; `--folds K` once per fold of the
+training file into OUT/fold-<k>/ (each validated on its fold, stratified like --validation-split). Every run is a
+normal tuneloop run folder. Afterwards OUT/summary.json and OUT/summary.html give each metric's mean ± std and 95%
+interval (Student's t) with the per-run values; the best run's model (on validation, by the main metric or
+--metric-for-best) is copied to OUT/model. A run whose model predicts a single class on validation is reported as
+collapsed (and rerun with the next unused seed with --retry-collapsed). k-fold also writes OUT/out_of_fold.csv (each
+training row's prediction by the run that did not train on it) and ranks the training labels by those out-of-fold
+probabilities (OUT/label_issues.csv, cleanlab's confident learning as it is meant to be used).
+With --resume, finished runs are read back, interrupted ones resume from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..atomic import atomic_write_json
+from ..config.options import TrainConfig
+from ..exceptions import ConfigError
+from ..layout import BEST_DIR, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
+from ..tasks import SINGLE_LABEL, signed_score
+from ..training.loop import run_training
+from ..training.run_folder import check_run_folder, is_run_folder
+from .common import copy_folder, resume_point
+
+log = logging.getLogger("tuneloop")
+
+
+def is_experiment(config: TrainConfig) -> bool:
+    return bool(config.seeds or config.num_seeds or (config.folds and config.fold is None))
+
+
+def planned_runs(config: TrainConfig) -> list[tuple[str, dict]]:
+    """(folder name, the options that make the run) of each run of the experiment."""
+    if config.folds and (config.seeds or config.num_seeds):
+        raise ConfigError("--folds with --seeds / --num-seeds: run one of them (a fold experiment uses --seed)")
+    if config.folds:
+        return [(f"fold-{k}", {"fold": k}) for k in range(1, config.folds + 1)]
+    seeds = config.seeds or [config.seed + i for i in range(config.num_seeds)]
+    return [(f"seed-{s}", {"seed": s}) for s in seeds]
+
+
+def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict:
+    """Run every planned run (skipping finished ones on --resume), then summarise into OUT/."""
+    from accelerate import PartialState
+
+    if config.dry_run:
+        raise ConfigError("--dry-run checks a single run: leave out --seeds / --num-seeds / --folds")
+    out = Path(config.output_dir)
+    check_run_folder(out, config.overwrite, resume=config.resume is not None)
+    base = config.replace(seeds=None, num_seeds=None)
+    queue = planned_runs(config)
+    runs, used, retries = [], {options.get("seed", config.seed) for _, options in queue}, set()
+    while queue:
+        name, options = queue.pop(0)
+        results = _run_one(base, out / name, options, on_step)
+        record = {"name": name, **options, "results": results, "collapsed": collapsed(results)}
+        runs.append(record)
+        if record["collapsed"] and config.retry_collapsed and "seed" in options and name not in retries:
+            retry = max(used) + 1          # one retry per planned seed: a retry that collapses again stays
+            used.add(retry)
+            retries.add(f"seed-{retry}")
+            log.warning(f"{name} collapsed to a single predicted class; rerunning with seed {retry}")
+            record["replaced_by"] = f"seed-{retry}"
+            queue.insert(0, (f"seed-{retry}", {"seed": retry}))
+    summary = summarise(config, runs)
+    if PartialState().is_main_process:
+        keep_models(out, summary, config.keep)
+        if config.folds:
+            from .folds import write_out_of_fold
+
+            summary["out_of_fold"] = write_out_of_fold(base, out, [r["name"] for r in runs])
+        atomic_write_json(out / SUMMARY_FILE, summary)
+        from ..report.summary import write_summary_page
+
+        write_summary_page(out, summary)
+    return summary
+
+
+def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
+    """One run of the experiment: read back when finished, resumed when it has checkpoints and --resume."""
+    if (folder / RESULTS_FILE).is_file() and base.resume is not None:
+        log.info(f"{folder.name}: finished earlier, read back")
+        return json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
+    resume = resume_point(folder) if base.resume is not None else None
+    overwrite = base.overwrite or (base.resume is not None and is_run_folder(folder))
+    log.info(f"{folder.name}: {'resuming' if resume else 'starting'}")
+    cfg = base.replace(output_dir=str(folder), resume=resume, overwrite=overwrite, **options)
+    return run_training(cfg.validate(), on_step)
+
+
+def collapsed(results: dict) -> bool:
+    """A single-label classifier that predicts one class for every validation row."""
+    classes = next(iter((results.get("per_class") or {}).values()), None)
+    if results.get("problem_type") != SINGLE_LABEL or not classes or len(classes) < 2:
+        return False
+    predicted = [name for name, m in classes.items() if m["recall"] > 0 or m["precision"] > 0]
+    return len(predicted) <= 1
+
+
+def interval(values: list[float]) -> dict:
+    """mean, sample std and the 95% t-interval of the mean."""
+    from scipy.stats import t
+
+    n, mean = len(values), float(np.mean(values))
+    std = float(np.std(values, ddof=1)) if n > 1 else 0.0
+    half = float(t.ppf(0.975, n - 1) * std / math.sqrt(n)) if n > 1 else float("nan")
+    return {"mean": round(mean, 6), "std": round(std, 6), "ci95": [round(mean - half, 6), round(mean + half, 6)]
+            if n > 1 else None, "n": n}
+
+
+def summarise(config: TrainConfig, runs: list[dict]) -> dict:
+    """summary.json: per metric mean ± std and 95% interval over the runs that count (collapsed runs that were
+    replaced do not), the per-run values, and the run whose model is kept."""
+    counted = [r for r in runs if "replaced_by" not in r]
+    main = runs[0]["results"]["main_metric"]
+    metric = config.metric_for_best or main
+    metrics = [k for k in counted[0]["results"]["eval"] if k != "num_samples"]
+    per_run = {r["name"]: {k: r["results"]["eval"].get(k) for k in metrics} for r in runs}
+    stats = {k: interval([r["results"]["eval"][k] for r in counted]) for k in metrics}
+    best_of = [r for r in counted if not r["collapsed"]] or counted
+
+    def score(r):
+        value = r["results"]["eval"].get(metric, r["results"]["eval"].get(main))
+        return signed_score(metric, value)
+
+    best = max(best_of, key=score)
+    return {"kind": "folds" if config.folds else "seeds", "main_metric": main, "metric_for_best": metric,
+            "runs": [{"name": r["name"], **{k: r[k] for k in ("seed", "fold") if k in r},
+                      "collapsed": r["collapsed"], **({"replaced_by": r["replaced_by"]} if "replaced_by" in r else {}),
+                      "best": r["results"].get("best"), "eval": per_run[r["name"]]} for r in runs],
+            "metrics": stats, "kept": best["name"], "keep": config.keep,
+            "collapsed": [r["name"] for r in runs if r["collapsed"]], "output_dir": str(config.output_dir)}
+
+
+def keep_models(out: Path, summary: dict, keep: str) -> None:
+    """OUT/model = the best run's model (copied, then renamed into place); with --keep best the other runs'
+    model/ and best/ folders are removed (their metrics, reports and predictions stay)."""
+    copy_folder(out / summary["kept"] / MODEL_DIR, out / MODEL_DIR)
+    if keep == "best":
+        for run in summary["runs"]:
+            if run["name"] != summary["kept"]:
+                for name in (MODEL_DIR, BEST_DIR):
+                    shutil.rmtree(out / run["name"] / name, ignore_errors=True)

@@ -1,0 +1,265 @@
+"""`tuneloop search`: hyperparameter search on Optuna that ends with the best model in hand.
+
+The space is a YAML file of options (any `tuneloop train` option), each a range, a log range or a list of
+choices:
+
+    lr: {low: 1.0e-5, high: 2.0e-4, log: true}
+    batch_size: {choices: [16, 32]}
+    epochs: {low: 1, high: 3}
+    warmup_ratio: {low: 0.0, high: 0.2}
+
+Each trial is a normal tuneloop run in OUT/trials/trial-NNN/ (config, metrics, report, its best evaluation in
+best/), sampled by TPE and scored by its *best* evaluation of the main metric (or --metric-for-best), not its last;
+every evaluation is reported to the pruner (median or successive halving), which stops unpromising trials early.
+The study lives in Optuna storage: by default a journal file in OUT/, or any Optuna storage URL (PostgreSQL,
+MySQL, Redis, a shared journal file), so that workers on several machines run one study (`--storage URL --study
+NAME`). A trial interrupted by a kill or SIGTERM is resumed from its checkpoint by `--resume`, and finished trials
+are never re-run. At the end OUT/best/ holds the best trial's best checkpoint with its config, OUT/search.json the
+trials and OUT/search.html the optimisation history and the parameters' importances.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import socket
+from pathlib import Path
+
+from ..atomic import atomic_write_json
+from ..config.options import PRUNERS, TrainConfig
+from ..config.parsing import coerce, read_yaml_mapping
+from ..exceptions import ConfigError, Interrupted
+from ..layout import BEST_DIR, CHECKPOINTS_DIR, CONFIG_FILE, MODEL_DIR, SEARCH_FILE, STUDY_JOURNAL, TRIALS_DIR
+from ..tasks import signed_score
+from ..training.loop import run_training
+from .common import copy_folder, resume_point
+
+log = logging.getLogger("tuneloop")
+PRUNE_RESOLUTION = 20          # evaluations are reported at epoch × 20 (0.05-epoch steps): trials of other batch
+                               # sizes are compared at the same point of training
+
+
+@dataclasses.dataclass
+class SearchOptions:
+    space: str                               # the YAML file of the space
+    trials: int = 12                         # finished (complete or pruned) trials the study should reach
+    storage: str | None = None               # an Optuna storage URL; default: OUT/study.journal
+    study: str = "tuneloop"
+    pruner: str = "median"
+    resume: bool = False
+
+
+def read_space(path: str) -> dict[str, dict]:
+    """{option: spec} from the YAML file, each checked against TrainConfig's options and their types."""
+    space = read_yaml_mapping(path, "--space", "a mapping of options to ranges")
+    if not space:
+        raise ConfigError(f"--space: {path} must map options to ranges, e.g. `lr: {{low: 1.0e-5, high: 1.0e-4, "
+                          "log: true}`")
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    out = {}
+    for key, spec in space.items():
+        name = str(key).replace("-", "_")
+        where = f"--space {path}: {key}"
+        if name not in fields:
+            raise ConfigError(f"{where}: not a tuneloop option; see `tuneloop train --help`")
+        if not isinstance(spec, dict) or not ({"choices"} <= set(spec) or {"low", "high"} <= set(spec)):
+            raise ConfigError(f"{where}: give {{low: A, high: B}} (with `log: true` for a log range) or "
+                              "{choices: [...]}")
+        if "choices" in spec:
+            choices = [coerce(TrainConfig, fields[name], c, where) for c in spec["choices"]]
+            if not choices:
+                raise ConfigError(f"{where}: choices is empty")
+            out[name] = {"choices": choices}
+            continue
+        low, high = (coerce(TrainConfig, fields[name], spec[k], where) for k in ("low", "high"))
+        if not isinstance(low, (int, float)) or isinstance(low, bool) or not low < high:
+            raise ConfigError(f"{where}: a range needs numbers with low < high, got {spec['low']!r}, {spec['high']!r}")
+        if spec.get("log") and low <= 0:
+            raise ConfigError(f"{where}: a log range needs low > 0")
+        out[name] = {"low": low, "high": high, "log": bool(spec.get("log")), "int": isinstance(low, int)}
+    return out
+
+
+def suggest(trial, space: dict) -> dict:
+    params = {}
+    for name, spec in space.items():
+        if "choices" in spec:
+            params[name] = trial.suggest_categorical(name, spec["choices"])
+        elif spec["int"]:
+            params[name] = trial.suggest_int(name, spec["low"], spec["high"], log=spec["log"])
+        else:
+            params[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec["log"])
+    return params
+
+
+def open_study(out: Path, options: SearchOptions, seed: int):
+    """Create or load the study (maximising the signed score: the metric, negated when lower is better)."""
+    import optuna
+
+    if options.pruner not in PRUNERS:
+        raise ConfigError(f"--pruner: unknown value {options.pruner!r}; choose one of {', '.join(PRUNERS)}")
+    if options.storage:
+        storage = options.storage
+    else:
+        from optuna.storages.journal import JournalFileBackend
+
+        out.mkdir(parents=True, exist_ok=True)
+        storage = optuna.storages.JournalStorage(JournalFileBackend(str(out / STUDY_JOURNAL)))
+    pruner = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
+              "halving": optuna.pruners.SuccessiveHalvingPruner(), "none": optuna.pruners.NopPruner()}[options.pruner]
+    study = optuna.create_study(study_name=options.study, storage=storage, load_if_exists=True,
+                                direction="maximize", pruner=pruner)
+    # one worker on a new study samples reproducibly from --seed; a worker joining a study, or any worker of a
+    # shared storage, gets its own random stream; constant_liar keeps concurrent workers from sampling next to
+    # each other's running trials
+    offset = os.getpid() if options.storage else len(study.get_trials(deepcopy=False))
+    study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
+    return study
+
+
+def requeue_interrupted(study) -> int:
+    """Trials interrupted on this machine — left RUNNING by a killed worker, or failed by SIGINT/SIGTERM (which
+    saved a checkpoint) — are queued again with the same parameters and folder, so that the new trial resumes from
+    the old one's checkpoint; a killed worker's trial is marked failed first. Returns how many."""
+    from optuna.trial import TrialState
+
+    host, count = socket.gethostname(), 0
+    trials = study.get_trials(deepcopy=False)
+    queued = {t.user_attrs.get("resumes") for t in trials if t.user_attrs.get("resumes")
+              and t.state in (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)}
+    for trial in trials:
+        attrs = trial.user_attrs
+        killed = trial.state == TrialState.RUNNING and attrs.get("host") == host and not _alive(attrs.get("pid"))
+        stopped = trial.state == TrialState.FAIL and attrs.get("interrupted")
+        if not (killed or stopped) or attrs.get("folder") in queued:
+            continue
+        if killed:
+            study.tell(trial.number, state=TrialState.FAIL)
+        study.enqueue_trial(trial.params, user_attrs={"resumes": attrs.get("folder")}, skip_if_exists=False)
+        queued.add(attrs.get("folder"))
+        log.info(f"trial {trial.number} was interrupted; it will resume from {attrs.get('folder')}")
+        count += 1
+    return count
+
+
+def _alive(pid) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Objective:
+    """One trial: a tuneloop run with the sampled options, its evaluations reported to the pruner."""
+
+    def __init__(self, base: TrainConfig, out: Path, space: dict, on_step=None):
+        self.base, self.out, self.space, self.on_step = base, out, space, on_step
+
+    def __call__(self, trial) -> float:
+        import optuna
+
+        params = suggest(trial, self.space)
+        folder = trial.user_attrs.get("resumes") or str(self.out / TRIALS_DIR / f"trial-{trial.number:03d}")
+        resume = resume_point(Path(folder))
+        trial.set_user_attr("folder", folder)
+        trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr("pid", os.getpid())
+        config = self.base.replace(**params, output_dir=folder, resume=resume, overwrite=True,
+                                   save_every=self.base.save_every or "epoch", keep_last=1)
+        def report(state):
+            if self.on_step is not None:
+                self.on_step(state)
+            if state.history and state.history[-1]["step"] == state.step:
+                best = state.best["metric"]
+                value = next(iter(state.history[-1]["results"].values()))[best]
+                trial.report(signed_score(best, value),
+                             round(state.history[-1]["epoch"] * PRUNE_RESOLUTION))
+                if trial.should_prune():
+                    trial.set_user_attr("pruned_at_epoch", state.history[-1]["epoch"])
+                    raise optuna.TrialPruned()
+
+        log.info(f"trial {trial.number}: {json.dumps(params)} → {folder}")
+        try:
+            results = run_training(config.validate(), report)
+        except Interrupted:                                # a checkpoint was saved: --resume continues the trial
+            trial.set_user_attr("interrupted", True)
+            raise
+        best = results["best"]
+        trial.set_user_attr("metric", best["metric"])
+        trial.set_user_attr("value", best["value"])
+        trial.set_user_attr("best_step", best["step"])
+        _drop(Path(folder), MODEL_DIR, CHECKPOINTS_DIR)          # best/ is the trial's result; the rest is re-creatable
+        return signed_score(best["metric"], best["value"])
+
+
+def _drop(folder: Path, *names: str) -> None:
+    for name in names:
+        shutil.rmtree(folder / name, ignore_errors=True)
+
+
+def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
+    """Run trials until the study has `options.trials` finished ones; then keep the best and write the summary."""
+    import optuna
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    space = read_space(options.space)
+    out = Path(config.output_dir)
+    if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
+        raise ConfigError(f"--output-dir {out}: already holds a search; pass --resume to continue it, or choose a "
+                          "new folder")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(out, options, config.seed)
+    if options.resume:
+        requeue_interrupted(study)
+    finished = (TrialState.COMPLETE, TrialState.PRUNED)
+    done = len(study.get_trials(deepcopy=False, states=finished))
+    if done < options.trials:
+        study.optimize(Objective(config.replace(resume=None), out, space, on_step), n_trials=None,
+                       callbacks=[MaxTrialsCallback(options.trials, states=finished)], catch=(),
+                       gc_after_trial=True)
+    return finish(study, out, space, options)
+
+
+def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
+    """OUT/best/ (the best trial's best checkpoint and config.yaml), OUT/search.json and OUT/search.html."""
+    from optuna.trial import TrialState
+
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    trials = [{"number": t.number, "state": t.state.name.lower(), "params": t.params,
+               "value": t.user_attrs.get("value"), "metric": t.user_attrs.get("metric"),
+               "best_step": t.user_attrs.get("best_step"), "pruned_at_epoch": t.user_attrs.get("pruned_at_epoch"),
+               "folder": t.user_attrs.get("folder"),
+               "seconds": round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
+               if t.datetime_complete and t.datetime_start else None} for t in study.get_trials(deepcopy=False)]
+    summary = {"study": study.study_name, "storage": options.storage or str(out / STUDY_JOURNAL),
+               "trials": trials, "space": space,
+               "finished": sum(t["state"] in ("complete", "pruned") for t in trials),
+               "pruned": sum(t["state"] == "pruned" for t in trials)}
+    if complete:
+        best = study.best_trial
+        folder = Path(best.user_attrs["folder"])
+        summary["best"] = {"number": best.number, "params": best.params, "metric": best.user_attrs["metric"],
+                           "value": best.user_attrs["value"], "step": best.user_attrs.get("best_step"),
+                           "folder": str(folder)}
+        if (folder / BEST_DIR).is_dir():                   # this machine ran it (or shares the disk)
+            copy_folder(folder / BEST_DIR, out / BEST_DIR, extra=(folder / CONFIG_FILE,))
+            summary["best"]["model"] = str(out / BEST_DIR)
+        for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+            other = Path(t.user_attrs.get("folder", ""))     # other trials' models: no longer needed
+            if t.number != best.number and other.is_dir() and other.parent == out / TRIALS_DIR:
+                _drop(other, BEST_DIR, MODEL_DIR, CHECKPOINTS_DIR)
+    atomic_write_json(out / SEARCH_FILE, summary)
+    from ..report.search_page import write_search_page
+
+    write_search_page(out, study, summary)
+    return summary
+

@@ -1,0 +1,43 @@
+"""The names of what tuneloop writes, each once: a run folder's files, a saved model's extra files, an
+experiment's and a search's. Modules use these constants, never the literals; `--overwrite` removes
+`RUN_OUTPUTS` and nothing else."""
+
+RUN_MARKER = "tuneloop-run.json"        # marks a folder as tuneloop's
+CONFIG_FILE = "config.yaml"             # the resolved configuration
+METRICS_FILE = "metrics.jsonl"          # a JSON line per logged step and evaluation
+RESULTS_FILE = "results.json"
+MODEL_DIR = "model"                     # the final model (save_pretrained + tuneloop.json)
+BEST_DIR = "best"                       # the best evaluation's model
+CHECKPOINTS_DIR = "checkpoints"
+PREDICTIONS_DIR = "predictions"         # eval_<split>.npz, train_dynamics.npz, test predictions
+REPORT_FILE = "report.html"
+PLOTS_DIR = "plots"
+TENSORBOARD_DIR = "tensorboard"
+LOG_FILE = "train.log"
+SPLIT_FILE = "split.json"               # the rows a held-out validation split took
+ERRORS_FILE = "errors.csv"              # validation rows the model gets wrong
+LABEL_ISSUES_FILE = "label_issues.csv"  # training rows whose label is probably wrong
+DYNAMICS_FILE = "train_dynamics.npz"    # in predictions/ and in each checkpoint
+CHECKPOINT_STATE_FILE = "tuneloop_state.json"   # written last: its presence marks a complete checkpoint
+
+SUMMARY_FILE = "summary.json"           # an experiment (seeds / folds)
+SUMMARY_PAGE = "summary.html"
+OUT_OF_FOLD_FILE = "out_of_fold.csv"
+SEARCH_FILE = "search.json"             # a search
+SEARCH_PAGE = "search.html"
+TRIALS_DIR = "trials"
+STUDY_JOURNAL = "study.journal"
+
+MODEL_CONFIG_FILE = "config.json"       # a transformers model folder
+METADATA_FILE = "tuneloop.json"         # beside a saved model: text columns, labels, text policy, decision rule
+ONNX_FILE = "model.onnx"                # an exported folder
+EXPORT_REPORT_FILE = "export_report.json"
+
+RUN_OUTPUTS = (RUN_MARKER, CONFIG_FILE, METRICS_FILE, RESULTS_FILE, MODEL_DIR, BEST_DIR, CHECKPOINTS_DIR,
+               PREDICTIONS_DIR, REPORT_FILE, PLOTS_DIR, TENSORBOARD_DIR, LOG_FILE, SPLIT_FILE, ERRORS_FILE,
+               LABEL_ISSUES_FILE, SUMMARY_FILE, SUMMARY_PAGE, OUT_OF_FOLD_FILE)
+
+
+def eval_outputs_file(split: str) -> str:
+    """predictions/eval_<split>.npz: a final evaluation's logits and labels."""
+    return f"eval_{split}.npz"

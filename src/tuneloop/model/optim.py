@@ -1,0 +1,30 @@
+"""The optimizer and the learning-rate schedule: AdamW (fused where the device has it) without weight decay on
+biases and LayerNorm weights, and a transformers schedule with warmup."""
+
+from __future__ import annotations
+
+
+def build_optimizer(model, lr: float, weight_decay: float, device_type: str):
+    """torch AdamW; no decay on biases and LayerNorm weights; fused kernel where the device has one."""
+    import torch
+
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        lowered = name.lower()
+        skip = param.ndim < 2 or "bias" in lowered or "layernorm" in lowered or "layer_norm" in lowered
+        (no_decay if skip else decay).append(param)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    fused = device_type in ("cuda", "cpu", "xpu", "mps")
+    try:
+        return torch.optim.AdamW(groups, lr=lr, fused=fused)
+    except (RuntimeError, TypeError):
+        return torch.optim.AdamW(groups, lr=lr)
+
+
+def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float):
+    from transformers import get_scheduler
+
+    warmup = warmup_steps or int(round(warmup_ratio * total_steps))
+    return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)

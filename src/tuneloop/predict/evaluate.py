@@ -1,0 +1,98 @@
+"""A saved model on data sets and files, through its `Classifier`: `tuneloop evaluate` (metrics on a labeled split,
+the run's own by default) and `tuneloop predict --input FILE`. The model's text columns, labels and data come from
+its tuneloop.json, so no option has to be repeated; a plain save_pretrained folder works too."""
+
+from __future__ import annotations
+
+from .. import tasks
+from ..atomic import atomic_write_json
+from ..config.options import TrainConfig
+from ..data.prepare import prepare_data
+from ..data.readers import detect_columns, file_columns
+from ..data.sources import load_user_files
+from ..data.tokenize import tokenize
+from ..decision.fit import decided_metrics
+from ..exceptions import DataError
+from .rows import write_predictions
+
+
+def data_config_for(clf, overrides: dict) -> TrainConfig:
+    """Data options for evaluate: what the run recorded next to the model, then the user's."""
+    meta = clf.metadata
+    recorded = {k: v for k, v in (meta.get("data") or {}).items() if v is not None}
+    policy = meta.get("text_policy") or {}       # how the model reads long texts: kept for any data
+    reading = {k: policy[k] for k in ("max_length", "truncation", "windows") if policy.get(k) is not None}
+    if policy.get("pooling"):
+        reading["window_pooling"] = policy["pooling"]
+    chosen = {**recorded, **reading, **overrides}
+    if any(k in overrides for k in ("data_dir", "validation_file", "task")):
+        # new data replaces the recorded source as a whole, not piecemeal
+        chosen = {**{k: v for k, v in recorded.items() if k in ("text_columns", "label_column", "task")},
+                  **reading, **overrides}
+    chosen.setdefault("task", meta.get("task"))
+    return TrainConfig(model=clf.path or "model", **chosen).validate()
+
+
+def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = False):
+    """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two."""
+    from ..data.batching import eval_loader, make_collator
+    from ..evaluation.inference import evaluate
+
+    config = data_config_for(clf, overrides)
+    with clf._accelerated() as (model, accelerator):
+        with accelerator.main_process_first():
+            data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
+                                text_columns=clf.metadata.get("text_columns"))
+        if not data.evaluation:
+            raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
+        collator = make_collator(clf.tokenizer, False, None)
+        loaders = {n: accelerator.prepare(eval_loader(ds, clf.tokenizer, config.eval_batch_size, collator))
+                   for n, ds in data.evaluation.items()}
+        task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
+        names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
+        result = evaluate(model, loaders, accelerator, names, labels.problem_type, config.quiet,
+                          config.window_pooling)
+        per_split, rule = result.metrics, clf.decision_rule(raw)
+        if rule is not None:
+            per_split = {split: decided_metrics(rule, names, logits, gold)
+                         for split, (logits, gold) in result.outputs.items()}
+        results = {"model": clf.path, "task": config.task,
+                   "main_metric": meta.get("main_metric") or tasks.main_metric(task, labels.problem_type),
+                   "eval": next(iter(per_split.values())),
+                   "decision_rule": rule.describe() if rule is not None else "raw scores: argmax / 0.5"}
+        if len(per_split) > 1:
+            results["eval_splits"] = per_split
+        if output and accelerator.is_main_process:
+            atomic_write_json(output, results)
+        return results, result
+
+
+def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,
+                 quiet: bool = False, raw: bool = False) -> int:
+    """`tuneloop predict --input FILE`: one row per input row, decided by the model's rule unless `raw`; returns
+    the number written (the main process writes)."""
+    data = load_user_files(None, None, input_path, text_columns, None,
+                           known_text=known_text(input_path, clf.metadata, text_columns))
+    tokenized = tokenize(data.test["test"], clf.tokenizer, clf.policy, data.pair, None, "Tokenizing")
+    with clf._accelerated() as (_, accelerator):
+        logits = clf.dataset_logits(tokenized, batch_size, quiet)
+        rows = clf.table_rows(data.test["test"]["id"], logits, raw=raw, glue=glue)
+        if accelerator.is_main_process:
+            write_predictions(rows, output, glue=glue, labels=clf.label_schema,
+                              task=tasks.get_task(clf.metadata.get("task")))
+    return len(rows)
+
+
+def known_text(path: str, meta: dict, given) -> tuple | None:
+    """The model's own text columns when the file has them; otherwise detection; a pair model needs two."""
+    if given:
+        return tuple(given)
+    columns = file_columns(path)
+    recorded = meta.get("text_columns") or []
+    if recorded and set(recorded) <= set(columns):
+        return tuple(recorded)
+    found = detect_columns(path, columns, None, None, need_label=False).text
+    if recorded and len(found) != len(recorded):
+        raise DataError(f"{path}: the model reads {len(recorded)} text column(s) ({', '.join(recorded)}) but the file "
+                        f"has {', '.join(columns)}; name them with --text-columns")
+    return found

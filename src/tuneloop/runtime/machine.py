@@ -1,0 +1,94 @@
+"""What this machine and Python environment are: CPU features, accelerators, how the process was launched,
+package versions. Read-only: nothing here changes the process."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import sys
+from importlib import metadata
+
+
+@functools.lru_cache(maxsize=1)
+def _cpuinfo() -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo ({} where there is none)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    return fields
+
+
+def cpu_flags() -> set[str]:
+    return set(_cpuinfo().get("flags", "").split())
+
+
+def cpu_name() -> str:
+    return _cpuinfo().get("model name") or platform.processor() or "unknown"
+
+
+def accelerator_present() -> bool:
+    import torch
+
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available())
+
+
+def launched_by_a_launcher() -> bool:
+    """Started by torchrun / accelerate launch / mpirun with several processes."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1 or os.environ.get("LOCAL_RANK") is not None
+
+
+def use_cpu(cpu_option: bool) -> bool:
+    """--cpu, or several processes on a machine without accelerators: Accelerate only sets up multi-process
+    CPU training (gloo) when asked for the CPU, so `torchrun`/`accelerate launch --multi_gpu` on a CPU machine
+    would otherwise start N independent single-process runs."""
+    return cpu_option or (launched_by_a_launcher() and not accelerator_present())
+
+
+def runs_on_cpu(cpu_option: bool) -> bool:
+    """Whether a run's device will be the CPU."""
+    return use_cpu(cpu_option) or not accelerator_present()
+
+
+def runs_on_cuda(cpu_option: bool) -> bool:
+    """Whether a run's device will be an NVIDIA (or ROCm) GPU."""
+    import torch
+
+    return not use_cpu(cpu_option) and torch.cuda.is_available()
+
+
+def native_bf16(cpu_only: bool) -> bool:
+    """bf16 that the hardware computes natively: Ampere+ GPUs, or CPUs with AMX."""
+    import torch
+
+    if torch.cuda.is_available() and not cpu_only:
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return "amx_bf16" in cpu_flags()
+
+
+def single_process_cpu_launch() -> bool:
+    """`accelerate launch --cpu --num_processes N` without mpirun: Accelerate starts one process, not N."""
+    return (not launched_by_a_launcher() and os.environ.get("ACCELERATE_USE_CPU", "").lower() == "true"
+            and bool(os.environ.get("MASTER_ADDR"))
+            and not any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")))
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of a distribution package, None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def interactive() -> bool:
+    """stderr is a terminal: progress bars redraw in place. Elsewhere (a log file, CI, a cluster job) progress
+    comes as plain lines, every PLAIN_EVERY_S seconds."""
+    return sys.stderr.isatty()

@@ -1,0 +1,122 @@
+"""Everything process-wide that a run (or an evaluate/predict command) changes, set for it and given back after
+it, also when it raises: the libraries' logging verbosity and progress bars, tuneloop's console handler, the
+random number generators, Accelerate's state singletons and the speed levers (speed.SpeedLevers). A notebook
+that trains twice, or trains and then does its own work, finds its process as it left it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import sys
+
+import numpy as np
+import torch
+
+from . import machine, speed
+from .machine import interactive
+
+log = logging.getLogger("tuneloop")
+# libraries whose INFO/WARNING chatter (load reports, advisory warnings) stays off tuneloop's console
+_CHATTY = ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urllib3", "httpx", "huggingface_hub")
+
+
+@contextlib.contextmanager
+def library_output(quiet: bool):
+    """transformers and datasets at error level and without weight-loading bars; `quiet`, or a stderr that is
+    not a terminal, also hides the tokenization bars. Tokenizers keep their parallelism (and do not warn when a
+    DataLoader forks)."""
+    import datasets
+    import transformers
+
+    t_logging, d_logging = transformers.logging, datasets.logging
+    before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(), d_logging.get_verbosity(),
+              datasets.are_progress_bars_disabled(), {n: logging.getLogger(n).level for n in _CHATTY},
+              os.environ.get("TOKENIZERS_PARALLELISM"))
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    t_logging.set_verbosity_error()
+    t_logging.disable_progress_bar()
+    d_logging.set_verbosity_error()
+    (datasets.disable_progress_bars if quiet or not interactive() else datasets.enable_progress_bars)()
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        t_verbosity, t_bars, d_verbosity, d_disabled, levels, parallelism = before
+        t_logging.set_verbosity(t_verbosity)
+        (t_logging.enable_progress_bar if t_bars else t_logging.disable_progress_bar)()
+        d_logging.set_verbosity(d_verbosity)
+        (datasets.disable_progress_bars if d_disabled else datasets.enable_progress_bars)()
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        if parallelism is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = parallelism
+
+
+@contextlib.contextmanager
+def console_logging(quiet: bool):
+    """tuneloop's messages on stderr, plain (INFO, or WARNING with `quiet`); the logger's own set-up after."""
+    before = (list(log.handlers), log.level, log.propagate)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.handlers[:], log.level, log.propagate = before[0], before[1], before[2]
+
+
+@contextlib.contextmanager
+def random_states():
+    """The Python, NumPy and torch random streams as they were before (a run seeds them all)."""
+    saved = (random.getstate(), np.random.get_state(), torch.random.get_rng_state(),
+             torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None)
+    try:
+        yield
+    finally:
+        random.setstate(saved[0])
+        np.random.set_state(saved[1])
+        torch.random.set_rng_state(saved[2])
+        if saved[3] is not None:
+            torch.cuda.set_rng_state_all(saved[3])
+
+
+def reset_accelerate_state() -> None:
+    """Accelerate keeps precision and accumulation settings in process-wide singletons; a run must neither
+    inherit an earlier one's nor leave its own behind. The process group (several processes) is kept."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    AcceleratorState._reset_state(reset_partial_state=False)
+    GradientState._reset_state()
+
+
+@contextlib.contextmanager
+def accelerate_state():
+    reset_accelerate_state()
+    try:
+        yield
+    finally:
+        reset_accelerate_state()
+
+
+@contextlib.contextmanager
+def command_scope(quiet: bool):
+    """For `tuneloop evaluate` / `predict` and their Python functions."""
+    with library_output(quiet), accelerate_state():
+        yield
+
+
+@contextlib.contextmanager
+def run_scope(config):
+    """For a training run; yields the run's speed.SpeedLevers (route a model's attention through them)."""
+    on_cpu = machine.runs_on_cpu(config.cpu)
+    levers = speed.SpeedLevers(bf16_matmuls=on_cpu and config.mixed_precision == "bf16", keep_heap=on_cpu,
+                               chunked_attention=config.attention == "chunked", tf32=machine.runs_on_cuda(config.cpu))
+    with library_output(config.quiet), console_logging(config.quiet), random_states(), accelerate_state(), levers:
+        yield levers

@@ -1,0 +1,141 @@
+"""Checkpoints: `accelerator.save_state` (model, optimizer, scheduler, random states on every process) plus the
+run's TrainState and config, written under a temporary name and renamed; loading the newest complete one, with
+a fallback past damaged ones and a refusal of settings that would change the run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from ..atomic import atomic_write_json, atomic_write_text
+from ..config.options import TrainConfig
+from ..exceptions import TuneloopError
+from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
+
+# options that may change between an interrupted run and its resumption; any other change is refused
+RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size",
+                     "max_eval_samples", "log_every", "report_to", "report", "quiet", "save_every", "keep_last",
+                     "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
+                     "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
+                     "abstain_below", "abstain_label", "positive_label",
+                     "compile", "dataloader_workers"}
+
+
+def checkpoint_name(step: int) -> str:
+    return f"step-{step:07d}"
+
+
+def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
+    """Complete checkpoints, newest first."""
+    root = Path(output_dir) / CHECKPOINTS_DIR
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir()
+             if p.is_dir() and p.name.startswith("step-") and (p / CHECKPOINT_STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_last: int,
+                    write_more: Callable[[Path], None] | None = None) -> Path:
+    """accelerator.save_state into a temporary folder, then rename: a crash mid-save leaves older ones intact.
+    `write_more(folder)`: the main process's own files for the checkpoint (training-row probabilities)."""
+    root = output_dir / CHECKPOINTS_DIR
+    final = root / checkpoint_name(step)
+    tmp = root / f".{final.name}.tmp"
+    if accelerator.is_main_process:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    accelerator.save_state(str(tmp))                   # model, optimizer, scheduler, RNG states (every process)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        if write_more is not None:
+            write_more(tmp)
+        atomic_write_json(tmp / CHECKPOINT_STATE_FILE, state)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        for old in list_checkpoints(output_dir)[keep_last:]:
+            shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+    return final
+
+
+def incompatible_changes(saved: dict, current: dict) -> list[str]:
+    """Options of `current` that differ from the checkpoint's config and would change the run. Options the
+    checkpoint's tuneloop did not have count as their defaults; options it had and this one lacks are ignored."""
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    before = {k: saved.get(k, defaults.get(k)) for k in current}
+    return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)
+            if k not in RESUMABLE_CHANGES and before[k] != current.get(k)]
+
+
+def _candidates(output_dir: Path, which: str) -> list[Path]:
+    """The checkpoints --resume may use, newest first (or the one it names)."""
+    if which in ("latest", "true"):
+        candidates = list_checkpoints(output_dir)
+        if not candidates:
+            raise TuneloopError(f"--resume: {output_dir} has no complete checkpoint to resume from (save them with "
+                                "--save-every N or --save-every epoch)")
+        return candidates
+    path = Path(which)
+    if not (path / CHECKPOINT_STATE_FILE).is_file():
+        raise TuneloopError(f"--resume {which}: not a complete tuneloop checkpoint (no {CHECKPOINT_STATE_FILE})")
+    return [path]
+
+
+def _readable(candidates: list[Path], current_config: dict, num_processes: int, warn):
+    """(path, saved state) of each candidate whose state file reads, refusing one made with other settings."""
+    for path in candidates:
+        try:
+            state = json.loads((path / CHECKPOINT_STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            warn(f"checkpoint {path} is damaged ({e}); trying the previous one")
+            continue
+        changes = incompatible_changes(state["config"], current_config)
+        if state.get("num_processes", num_processes) != num_processes:
+            changes.append(f"processes {state['num_processes']} → {num_processes}")
+        if changes:
+            raise TuneloopError(f"--resume: the checkpoint {path.name} was made with other settings "
+                                f"({'; '.join(changes)}); resume with the same settings, or start a new run")
+        yield path, state
+
+
+def check_resumable(output_dir: Path, which: str, current_config: dict, num_processes: int) -> None:
+    """Refuse a resume that cannot work before anything is read or written (reads only)."""
+    for _ in _readable(_candidates(output_dir, which), current_config, num_processes, lambda message: None):
+        return
+    raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS_DIR}")
+
+
+def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: dict, num_processes: int,
+                    warn) -> tuple[Path, dict]:
+    """Restore the newest loadable checkpoint (or the one named) into the prepared objects; falls back past
+    damaged ones with a warning."""
+    candidates = _candidates(output_dir, which)
+    for path, state in _readable(candidates, current_config, num_processes, warn):
+        try:
+            accelerator.load_state(str(path))
+        except Exception as e:  # noqa: BLE001 - any unreadable part means: fall back to an older checkpoint
+            first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+            if path != candidates[-1]:
+                warn(f"checkpoint {path} is damaged ({first}); falling back to "
+                     f"{candidates[candidates.index(path) + 1].name}")
+                continue
+            raise TuneloopError(f"--resume: checkpoint {path} cannot be loaded ({first}) and there is no older one"
+                                ) from None
+        return path, state
+    raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS_DIR}")
+
+
+def truncate_metrics(path: Path, last_step: int) -> None:
+    """Drop what an interrupted run logged after its checkpoint, so the resumed run logs each step once."""
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept = [line for line in lines if line.strip() and (json.loads(line).get("step") or 0) <= last_step]
+    atomic_write_text(path, "".join(line + "\n" for line in kept))

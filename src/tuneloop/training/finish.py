@@ -1,0 +1,70 @@
+"""The end of a run, each step returning what it made: the decision rule fitted on the final evaluation, the model
+folders (model/, best/) with that rule written into them, and the test split's predictions through the model's
+`Classifier` (the same inference path as `tuneloop predict`). Only the main process writes."""
+
+from __future__ import annotations
+
+import logging
+
+from .. import tasks
+from ..decision.fit import fit_decision
+from ..decision.rule import DecisionRule
+from ..evaluation.inference import Evaluation
+from ..layout import PREDICTIONS_DIR
+from ..model.loading import save_model
+from ..predict.classifier import Classifier
+from ..predict.rows import write_predictions
+
+log = logging.getLogger("tuneloop")
+
+
+def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None, dict | None]:
+    """(the rule, results.json's "decision" section): temperature, thresholds and abstain level fitted on the final
+    evaluation's first split (decision/fit.py), measured cross-fitted; (None, None) for regression."""
+    kind, cfg = run.data.labels.problem_type, run.config
+    if kind == tasks.REGRESSION:
+        return None, None
+    logits, labels = next(iter(evaluation.outputs.values()))
+    names = run.data.labels.names
+    options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
+               "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
+               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1}
+    rule, report = fit_decision(logits, labels, kind, options, cfg.seed)
+    c = report["calibration"]
+    log.info(f"decision rule: {rule.describe()} | ECE {c['ece_before']:.4f} → {c['ece_after']:.4f}, NLL "
+             f"{c['nll_before']:.4f} → {c['nll_after']:.4f} ({report['measured'].split(' (')[0]})")
+    for note in rule.notes:
+        log.warning(f"--optimize-threshold-for: {note}")
+    return rule, report
+
+
+def model_metadata(run, rule: DecisionRule | None) -> dict:
+    """tuneloop.json of a model folder: the run's metadata, with the decision rule when there is one."""
+    return {**run.metadata, "decision": rule.to_dict()} if rule is not None else dict(run.metadata)
+
+
+def save_model_folder(run, name: str, rule: DecisionRule | None = None) -> None:
+    """OUT/<name>/: save_pretrained model and tokenizer with tuneloop.json (and `rule`), replaced atomically."""
+    if run.accelerator.is_main_process:
+        # keep_torch_compile=False: a compiled model saves under its plain names (no `_orig_mod.`)
+        model = run.accelerator.unwrap_model(run.model, keep_torch_compile=False)
+        save_model(model, run.tokenizer, run.output_dir / name, model_metadata(run, rule))
+
+
+def predict_test(run, rule: DecisionRule | None) -> None:
+    """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks), by
+    the trained model under its rule, as `tuneloop predict` would make them from the saved folder."""
+    if not run.data.test:
+        log.warning("--predict-test: this data has no test split (give --test-file FILE)")
+    clf = Classifier(run.model, run.tokenizer, model_metadata(run, rule), run.data.labels, accelerator=run.accelerator)
+    for split, ds in run.data.test.items():
+        logits = clf.dataset_logits(ds, run.config.eval_batch_size, run.config.quiet, f"Predicting {split}")
+        if run.accelerator.is_main_process:
+            ids, folder = list(run.data.raw.test[split]["id"]), run.output_dir / PREDICTIONS_DIR
+            rows = clf.table_rows(ids, logits)
+            write_predictions(rows, str(folder / f"{split}.tsv"))
+            if run.data.task is not None:                 # GLUE scores every row: no abstaining there
+                rows = clf.table_rows(ids, logits, glue=True)
+                write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=run.data.labels,
+                                  task=run.data.task)
+            log.info(f"wrote {len(rows)} {split} predictions to {folder}")

@@ -1,0 +1,112 @@
+"""The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: forward, backward, step,
+schedule, zero_grad, progress). Every decision that writes a file or ends the run is an `if` line here, calling
+a function with one job: set-up in setup_steps.py, evaluation in evaluation/, the resumable state and the plan of
+the run in state.py, checkpoints in checkpoint.py, the run's files in finish.py, reporting.py and dynamics.py.
+ARCHITECTURE.md is the map."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from ..config.options import TrainConfig
+from ..config.resolve import for_this_machine
+from ..data.batching import epoch_batches
+from ..evaluation.inference import evaluate
+from ..exceptions import Interrupted, NonFiniteLoss
+from ..layout import BEST_DIR, MODEL_DIR
+from ..runtime.process import run_scope
+from ..version import __version__
+from . import checkpoint, dry_run, dynamics, finish, reporting
+from .progress import TrainLog
+from .setup_steps import setup
+from .signals import StopSignals
+from .state import TrainState
+
+
+def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | None = None) -> dict:
+    """Train with a config from resolve_config; everything process-wide is restored when it returns or raises."""
+    cfg = for_this_machine(config)
+    with run_scope(cfg) as levers, StopSignals() as signals:
+        r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
+        if cfg.dry_run:
+            return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
+        acc, model, optimizer, scheduler = r.accelerator, r.model, r.optimizer, r.scheduler
+        plan, state = r.plan, r.state
+        log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
+        samples_before, evaluation = state.samples_seen, None
+
+        model.train()
+        while not plan.finished(state):
+            for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
+                with acc.accumulate(model):                        # no gradient sync on inner micro-steps
+                    labels, rows = batch.pop("labels"), batch.pop("doc")
+                    logits = model(**batch).logits
+                    loss = r.loss(logits, labels)                  # losses.py: with --class-weights when asked
+                    if r.dynamics is not None:                     # dynamics.py: each row's probabilities
+                        r.dynamics.record(state.epoch, rows, logits)
+                    if cfg.skip_nonfinite_batches and not torch.isfinite(loss.detach()):   # a host sync: opt-in
+                        state.skipped_batches += 1
+                        log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
+                    else:
+                        acc.backward(loss)
+                        log.add_loss(loss)
+                    if acc.sync_gradients and cfg.max_grad_norm:
+                        acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                state.batch_done(batch["input_ids"].shape[0] * acc.num_processes)
+                if not acc.sync_gradients:
+                    continue
+                if not acc.optimizer_step_was_skipped:              # fp16 overflow: the optimizer did not step
+                    scheduler.step()
+                state.step_done(plan.steps_per_epoch)               # the last step of an epoch starts the next
+                epoch = state.epoch_progress(plan.steps_per_epoch)
+                mean_loss = log.step(state.step, epoch, scheduler.get_last_lr()[0])   # every --log-every steps
+                if mean_loss is not None and not math.isfinite(mean_loss):
+                    raise NonFiniteLoss(state.step, mean_loss)      # checkpoints already saved stay intact
+
+                if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
+                    evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
+                                          r.data.labels.problem_type, cfg.quiet, cfg.window_pooling)
+                    log.evaluation(state.step, epoch, evaluation)
+                    if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
+                        finish.save_model_folder(r, BEST_DIR)      # OUT/best/: the best evaluation so far
+                    if state.patience_exhausted(cfg.early_stopping_patience):
+                        log.early_stopping(state.best, cfg.early_stopping_patience)
+                stopping = plan.finished(state)                     # the last step, or early stopping
+                signal_number = signals.received(acc)               # SIGINT/SIGTERM on any process
+                if plan.checkpoint_due(state.step, stopping) or signal_number:    # --save-every N | epoch
+                    saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
+                                                       cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
+                if signal_number:
+                    raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
+                                      f"with: tuneloop train --output-dir {r.output_dir} --resume", signal_number)
+                if on_step is not None:
+                    on_step(state)
+                if stopping:
+                    break
+
+        if evaluation is None:           # resumed from a checkpoint of the last step: nothing left to train
+            evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
+                                  cfg.quiet, cfg.window_pooling)
+        log.close()
+        results = reporting.results(r, state, log, evaluation, samples_before)
+        rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds
+        acc.wait_for_everyone()
+        finish.save_model_folder(r, MODEL_DIR, rule)     # OUT/model/: model, tokenizer, tuneloop.json with the rule
+        results["label_issues"] = dynamics.write_label_issues(r)   # label_issues.csv: labels that look wrong
+        reporting.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
+        if cfg.predict_test:
+            finish.predict_test(r, rule)                # predictions/<test split>.tsv (+ GLUE's layout)
+        acc.wait_for_everyone()
+        acc.end_training()
+        return results
+
+
+def checkpoint_payload(run, state: TrainState) -> dict:
+    """tuneloop_state.json of a checkpoint: the TrainState, and what a resume checks it against."""
+    return {**state.to_dict(), "num_processes": run.accelerator.num_processes, "config": run.config.to_dict(),
+            "tuneloop_version": __version__}

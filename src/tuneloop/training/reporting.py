@@ -1,0 +1,88 @@
+"""What a run reports: results.json, the final evaluation's outputs (predictions/eval_<split>.npz, errors.csv),
+the model card and report.html. Only the main process writes."""
+
+from __future__ import annotations
+
+import io
+import logging
+
+import numpy as np
+import torch
+
+from ..analysis.wrong_rows import error_rows
+from ..atomic import atomic_write_bytes, atomic_write_json
+from ..evaluation.inference import Evaluation
+from ..evaluation.metrics import per_class
+from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
+from ..predict.rows import write_predictions
+
+log = logging.getLogger("tuneloop")
+
+
+def results(run, state, train_log, evaluation: Evaluation, samples_before: int) -> dict:
+    """What results.json holds. runtime_s is the whole loop, evaluations included; samples_per_second counts
+    the examples this process's run trained on (not those before a resume) over training time only."""
+    acc, cfg = run.accelerator, run.config
+    out = {
+        "task": cfg.task, "model": cfg.model, "main_metric": run.main_metric,
+        "eval": evaluation.main_split,
+        "train": {"runtime_s": round(train_log.runtime_s, 3), "training_s": round(train_log.training_s, 3),
+                  "eval_s": round(train_log.eval_s, 3),
+                  "samples_per_second": round((state.samples_seen - samples_before) / train_log.training_s, 3),
+                  "steps": state.step, "epochs": state.epoch_progress(run.plan.steps_per_epoch),
+                  "num_samples": len(run.data.train), "global_batch_size": run.plan.global_batch,
+                  "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
+                  "mixed_precision": cfg.mixed_precision, "compile": cfg.compile,
+                  "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device)},
+        "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
+        "labels": run.data.labels.names,
+        "problem_type": run.data.labels.problem_type,
+        "best": state.best,
+        "stopped_early": state.stopped_early,
+        "output_dir": str(run.output_dir),
+    }
+    if acc.device.type == "cuda":
+        out["train"]["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated(acc.device) / 2**20, 1)
+    if run.resumed_from:
+        out["resumed_from"] = run.resumed_from
+    if state.skipped_batches:
+        out["train"]["skipped_nonfinite_batches"] = state.skipped_batches
+    if len(evaluation.metrics) > 1:
+        out["eval_splits"] = evaluation.metrics
+    classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
+               evaluation.outputs.items()}
+    if any(classes.values()):
+        out["per_class"] = classes                # precision, recall, F1 and support of every class, per split
+    if run.data.split is not None:
+        out["validation_split"] = {k: v for k, v in run.data.split.items() if k not in ("train", "validation")} | \
+            {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
+    return out
+
+
+def write_results(run, results_: dict, evaluation: Evaluation) -> None:
+    """results.json, the final evaluation's logits and labels (predictions/eval_<split>.npz, for the report's
+    confusion matrix or scatter plot), the model card and report.html."""
+    if not run.accelerator.is_main_process:
+        return
+    atomic_write_json(run.output_dir / RESULTS_FILE, results_)
+    for split, (logits, labels) in evaluation.outputs.items():
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, logits=logits.astype(np.float32), labels=labels)
+        atomic_write_bytes(run.output_dir / PREDICTIONS_DIR / eval_outputs_file(split), buffer.getvalue())
+    write_errors(run, evaluation)
+    from ..report import write_model_card, write_report
+
+    try:
+        write_model_card(run.output_dir / MODEL_DIR, results_, run.config.to_dict(), run.metadata)
+        if run.config.report:
+            write_report(run.output_dir)
+    except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
+        log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
+
+
+def write_errors(run, evaluation: Evaluation) -> None:
+    """OUT/errors.csv: the first evaluation split's rows the model gets wrong, most confidently wrong first."""
+    split = next(iter(evaluation.outputs))
+    logits, labels = evaluation.outputs[split]          # a row per text, in the split's row order
+    rows = error_rows(run.data.raw.evaluation[split], logits, labels, run.data.labels)
+    write_predictions(rows, str(run.output_dir / ERRORS_FILE))

@@ -1,0 +1,46 @@
+"""The run folder: refusing to clobber what a user has, and knowing which files are tuneloop's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ..atomic import atomic_write_json
+from ..exceptions import TuneloopError
+from ..layout import RUN_MARKER, RUN_OUTPUTS
+
+
+def is_run_folder(folder: str | os.PathLike) -> bool:
+    return (Path(folder) / RUN_MARKER).is_file()
+
+
+def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> None:
+    """Refuse a folder that holds something we would clobber (reads only: safe on every process)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise TuneloopError(f"--output-dir {folder}: exists and is a file; choose another folder")
+    if resume or overwrite or not folder.is_dir() or not any(folder.iterdir()):
+        return
+    what = "an earlier tuneloop run" if is_run_folder(folder) else "files that are not a tuneloop run"
+    raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder, or pass --overwrite "
+                        "to replace tuneloop's outputs there (other files are left alone)")
+
+
+def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> Path:
+    """Create the run folder; with --overwrite remove an earlier run's outputs (and only those)."""
+    folder = Path(folder)
+    check_run_folder(folder, overwrite, resume)
+    if overwrite and not resume and folder.is_dir():
+        for name in RUN_OUTPUTS:
+            target = folder / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def write_run_marker(folder: Path, info: dict) -> None:
+    atomic_write_json(folder / RUN_MARKER, info)

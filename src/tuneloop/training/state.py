@@ -1,0 +1,123 @@
+"""Where a run is (TrainState: what a resumed run needs, saved and loaded as one unit) and where it is going
+(Plan: step counts, and at which steps it evaluates, saves a checkpoint and ends)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from ..config.options import eval_every_parts
+from ..tasks import signed_score
+
+
+@dataclass
+class TrainState:
+    """Counters and records of a run. A checkpoint saves `to_dict()` beside Accelerate's save_state (model,
+    optimizer, scheduler, random states); `from_dict` restores it, so a resumed run continues exactly."""
+
+    step: int = 0                       # optimizer steps done
+    epoch: int = 0                      # the epoch in progress (0-based)
+    batches_done: int = 0               # micro-batches of `epoch` already trained: a resumed epoch skips them
+    samples_seen: int = 0               # training examples seen, all processes together
+    history: list = field(default_factory=list)   # [{"step", "epoch", "results": {split: metrics}}] per evaluation
+    best: dict | None = None            # {"metric", "value", "step", "epoch"} of the best evaluation
+    evals_without_improvement: int = 0  # the early-stopping patience counter
+    stopped_early: bool = False
+    skipped_batches: int = 0            # batches skipped for a non-finite loss (--skip-nonfinite-batches)
+
+    # ---------------------------------------------------------------------------- progress
+    def batch_done(self, samples: int) -> None:
+        self.batches_done += 1
+        self.samples_seen += samples
+
+    def step_done(self, steps_per_epoch: int) -> None:
+        """One optimizer step; the step that ends an epoch moves the state to the next one."""
+        self.step += 1
+        if self.step % steps_per_epoch == 0:
+            self.epoch, self.batches_done = self.epoch + 1, 0
+
+    def epoch_progress(self, steps_per_epoch: int) -> float:
+        return round(self.step / steps_per_epoch, 4)
+
+    # ---------------------------------------------------------------------------- evaluations
+    def record_evaluation(self, metrics: dict, metric: str, steps_per_epoch: int) -> bool:
+        """Add an evaluation ({split: {metric: value}}) to the history; True when it is the best so far in
+        `metric` (of the first split). Counts evaluations without improvement for early stopping."""
+        epoch = self.epoch_progress(steps_per_epoch)
+        self.history.append({"step": self.step, "epoch": epoch, "results": metrics})
+        value = next(iter(metrics.values()))[metric]
+        previous = None if self.best is None else self.best["value"]
+        improved = previous is None or signed_score(metric, value) > signed_score(metric, previous)
+        if improved:
+            self.best = {"metric": metric, "value": value, "step": self.step, "epoch": epoch}
+            self.evals_without_improvement = 0
+        else:
+            self.evals_without_improvement += 1
+        return improved
+
+    def patience_exhausted(self, patience: int | None) -> bool:
+        """--early-stopping-patience N: N evaluations in a row without improvement."""
+        if patience and self.evals_without_improvement >= patience:
+            self.stopped_early = True
+        return self.stopped_early
+
+    def evaluated_last_step(self) -> bool:
+        return bool(self.history) and self.history[-1]["step"] == self.step
+
+    # ---------------------------------------------------------------------------- saving
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, steps_per_epoch: int, gradient_accumulation_steps: int) -> "TrainState":
+        """The state of a checkpoint. Those of tuneloop 0.1 recorded no position in the epoch: it follows from
+        the step (every optimizer step but an epoch's last is a full accumulation)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        state = cls(**{k: v for k, v in data.items() if k in known})
+        if "batches_done" not in data:
+            state.epoch = state.step // steps_per_epoch
+            state.batches_done = (state.step - state.epoch * steps_per_epoch) * gradient_accumulation_steps
+        return state
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the run will do, fixed at set-up (after `accelerator.prepare`, when the loader holds this process's
+    share of the batches)."""
+
+    steps_per_epoch: int
+    total_steps: int
+    global_batch: int                   # per device × processes × accumulation
+    eval_interval: int | None           # --eval-every as a number of steps
+    save_every: str | None              # --save-every: N steps, "epoch", or None
+
+    @classmethod
+    def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
+        steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
+        total = config.max_steps or config.epochs * steps_per_epoch
+        interval = None
+        if config.eval_every is not None:
+            kind, number = eval_every_parts(config.eval_every)
+            interval = number if kind == "steps" else max(1, steps_per_epoch // number)
+        return cls(steps_per_epoch, total,
+                   config.batch_size * num_processes * config.gradient_accumulation_steps, interval,
+                   config.save_every)
+
+    @property
+    def epochs(self) -> int:
+        return math.ceil(self.total_steps / self.steps_per_epoch)
+
+    def finished(self, state: TrainState) -> bool:
+        return state.step >= self.total_steps or state.stopped_early
+
+    def eval_due(self, step: int) -> bool:
+        """At every epoch's end, at the last step, and every --eval-every steps."""
+        return step % self.steps_per_epoch == 0 or step >= self.total_steps or \
+            bool(self.eval_interval) and step % self.eval_interval == 0
+
+    def checkpoint_due(self, step: int, ending: bool) -> bool:
+        """--save-every N: every N steps; --save-every epoch: at every epoch's end and when the run ends early."""
+        if self.save_every == "epoch":
+            return step % self.steps_per_epoch == 0 or ending
+        return self.save_every is not None and step % int(self.save_every) == 0
