@@ -225,7 +225,8 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
     real_load = setup.load_model
 
     def poisoned_load(*args, **kwargs):
-        model = real_load(*args, **kwargs)
+        loaded = real_load(*args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
         calls = {"n": 0}
 
         def hook(module, inputs, output):
@@ -233,7 +234,7 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
             return output * float("nan") if calls["n"] in (3, 4) and module.training else output
 
         model.classifier.register_forward_hook(hook)
-        return model
+        return loaded
 
     monkeypatch.setattr(setup, "load_model", poisoned_load)
     with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
@@ -253,3 +254,32 @@ def test_options_newer_than_a_checkpoint_count_as_their_defaults():
     assert incompatible_changes(older, current) == []
     assert incompatible_changes(older, {**current, "class_weights": "balanced"}) == \
         ["--class-weights 'none' → 'balanced'"]
+
+
+def test_a_full_disk_while_checkpointing_is_one_line_and_spares_earlier_checkpoints(tiny_model, data_dir, tmp_path,
+                                                                                    monkeypatch, capsys):
+    import errno
+
+    import accelerate.accelerator
+
+    from tuneloop.cli import main
+
+    real, calls = accelerate.accelerator.save_accelerator_state, []
+
+    def filling_the_disk(output_dir, *args, **kwargs):
+        calls.append(output_dir)
+        if len(calls) == 2:                          # the second checkpoint finds the disk full half-way
+            Path(output_dir, "model.safetensors").write_bytes(b"x" * 1000)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(output_dir, *args, **kwargs)
+
+    monkeypatch.setattr(accelerate.accelerator, "save_accelerator_state", filling_the_disk)
+    out = tmp_path / "run"
+    assert main(["train", *cli_args(options(tiny_model, data_dir, out))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no space left on device while saving checkpoint" in err[0], err
+    assert "MB needed; earlier files are intact" in err[0] and "Traceback" not in err[0]
+    kept = list_checkpoints(out)
+    assert [p.name for p in kept] == ["step-0000010"]                # the first one, complete and loadable
+    assert not any(p.name.endswith(".tmp") for p in (out / "checkpoints").iterdir())
+    assert main(["train", "--output-dir", str(out), "--resume", "--quiet"]) == 0      # space back: it resumes

@@ -14,7 +14,7 @@ from tuneloop.data.labels import LabelEncoder, infer_label_schema
 from tuneloop.data.prepare import prepare_data
 from tuneloop.data.readers import detect_columns
 from tuneloop.data.sources import load_glue_folder, load_user_files
-from tuneloop.model.loading import load_tokenizer
+from tuneloop.model.tokenizer import load_tokenizer
 from tuneloop.tasks import TASKS
 
 

@@ -21,17 +21,29 @@ from tuneloop.training.progress import read_metrics
 
 def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):
     cpu = resolve.for_this_machine(TrainConfig())
-    assert (cpu.compile, cpu.dataloader_workers, cpu.attention) == ("no", 0, "chunked")
-    assert resolve.for_this_machine(TrainConfig(compile="aot_eager")).attention == "sdpa"   # chunked runs eagerly
+    assert (cpu.compile, cpu.dataloader_workers, cpu.attention) == ("no", 0, "auto")    # attention: per model
     monkeypatch.setattr(system, "runs_on_cuda", lambda cpu_option: not cpu_option)
     monkeypatch.setattr(system, "runs_on_cpu", lambda cpu_option: cpu_option)
     for native_bf16, precision in ((True, "bf16"), (False, "fp16")):       # Ampere+ / older CUDA GPUs
         monkeypatch.setattr(system, "native_bf16", lambda cpu_option, v=native_bf16: v)
         gpu = resolve.for_this_machine(TrainConfig())
-        assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers, gpu.attention) == \
-            (precision, "default", 2, "sdpa")
+        assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers) == (precision, "default", 2)
     mine = resolve.for_this_machine(TrainConfig(compile="no", dataloader_workers=0, mixed_precision="no"))
     assert (mine.mixed_precision, mine.compile, mine.dataloader_workers) == ("no", "no", 0)   # the user's word
+
+
+def test_auto_attention_is_the_fastest_the_architecture_runs_here():
+    from transformers import BertForSequenceClassification, DebertaV2ForSequenceClassification
+
+    from tuneloop.model.attention import choose
+
+    assert choose("auto", BertForSequenceClassification, on_cpu=True, compiled=False)[0] == "chunked"
+    assert choose("auto", BertForSequenceClassification, on_cpu=True, compiled=True)[0] == "sdpa"   # runs eagerly
+    assert choose("auto", BertForSequenceClassification, on_cpu=False, compiled=False)[0] == "sdpa"
+    assert choose("auto", DebertaV2ForSequenceClassification, on_cpu=True, compiled=False)[0] == "eager"
+    assert choose("eager", BertForSequenceClassification, on_cpu=True, compiled=False)[0] == "eager"
+    with pytest.raises(ConfigError, match="DebertaV2ForSequenceClassification cannot run it; it supports eager"):
+        choose("sdpa", DebertaV2ForSequenceClassification, on_cpu=True, compiled=False)
 
 
 def test_compile_options_are_checked():

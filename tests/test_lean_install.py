@@ -11,7 +11,7 @@ import sys
 
 from conftest import fast_options
 
-OPTIONAL = ["onnx", "onnxruntime", "fastapi", "uvicorn", "starlette", "optuna", "psycopg"]
+OPTIONAL = ["onnx", "onnxruntime", "fastapi", "uvicorn", "starlette", "optuna", "psycopg", "peft"]
 
 SCRIPT = """
 import json, sys
@@ -28,6 +28,7 @@ with tuneloop.load({run!r}) as clf:
 codes["serve"] = main(["serve", {model!r}])
 codes["export"] = main(["export", {run!r}, "--output", {export!r}])
 codes["search"] = main(["search", "--space", "space.yaml", "--output-dir", {search!r}])
+codes["lora"] = main({train!r}[:-2] + ["--output-dir", {lora!r}, "--lora"])
 loaded = sorted(name for name in {optional!r} if sys.modules.get(name) is not None)
 print("RESULT " + json.dumps({{"codes": codes, "loaded": loaded}}))
 """
@@ -41,16 +42,17 @@ def test_the_core_works_without_extras_and_commands_name_their_extra(tiny_model,
                           [f"--no-{key.replace('_', '-')}"] if value is False else
                           [f"--{key.replace('_', '-')}", str(value)])]
     script = SCRIPT.format(optional=OPTIONAL, train=train, model=str(run / "model"), run=str(run),
-                           export=str(tmp_path / "onnx"), search=str(tmp_path / "search"))
+                           export=str(tmp_path / "onnx"), search=str(tmp_path / "search"),
+                           lora=str(tmp_path / "lora"))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.split("RESULT ", 1)[1])
     codes = result["codes"]
     assert codes["train"] == codes["evaluate"] == codes["predict"] == 0
     assert codes["load"] in ("equivalent", "not_equivalent")
-    assert codes["serve"] == codes["export"] == codes["search"] == 2
+    assert codes["serve"] == codes["export"] == codes["search"] == codes["lora"] == 2
     assert result["loaded"] == []
-    for extra in ("serve", "export", "search"):
+    for extra in ("serve", "export", "search", "lora"):
         assert f'pip install "tuneloop[{extra}]"' in out.stderr
     assert "Traceback" not in out.stderr
-    assert not (tmp_path / "onnx").exists() and not (tmp_path / "search").exists()
+    assert not any((tmp_path / name).exists() for name in ("onnx", "search", "lora"))

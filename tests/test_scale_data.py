@@ -15,7 +15,7 @@ from tuneloop.data.long_texts import TextPolicy
 from tuneloop.data.prepare import prepare_data
 from tuneloop.data.sources import load_user_files
 from tuneloop.data.tokenize import describe_stats, tokenize
-from tuneloop.model.loading import load_tokenizer
+from tuneloop.model.tokenizer import load_tokenizer
 
 
 def write_pairs(path, n: int, seed: int = 0) -> str:

@@ -147,12 +147,12 @@ def test_tensorboard_event_files(tiny_model, shared_mrpc_dir, tmp_path):
 
 def test_dropout_option_sets_every_dropout_probability(tiny_model, tmp_path):
     from tuneloop.data.labels import LabelSchema
-    from tuneloop.model.loading import load_model
+    from tuneloop.model.loading import load_model, model_config
 
     labels = LabelSchema("single_label_classification", ["no", "yes"])
-    model = load_model(tiny_model, labels, dropout=0.25)
+    model = load_model(tiny_model, model_config(tiny_model, labels, dropout=0.25))
     assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.25
     assert model.config.classifier_dropout == 0.25
     rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
     assert rates == {0.25}
-    assert load_model(tiny_model, labels).config.classifier_dropout is None       # the model's own by default
+    assert load_model(tiny_model, model_config(tiny_model, labels)).config.classifier_dropout is None   # its own

@@ -5,6 +5,7 @@ does), not mkstemp's 0600."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -70,3 +71,40 @@ def atomic_folder(folder: str | os.PathLike):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def disk_full(error: BaseException) -> bool:
+    """An error that says the disk (or the user's quota) is full: OSError ENOSPC/EDQUOT, or a library's error
+    carrying the OS message (safetensors raises its own type)."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(error) or "Disk quota exceeded" in str(error)
+
+
+def folder_bytes(folder: str | os.PathLike) -> int:
+    """The size of the files under `folder` (0 when it is not there)."""
+    folder = Path(folder)
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+@contextlib.contextmanager
+def space_guard(what: str, target: str | os.PathLike, partial: str | os.PathLike | None = None,
+                expected_bytes: int = 0):
+    """Turn a full disk while writing `what` into `target` into one line (TuneloopError): how much it needs, and
+    that what was there before is intact (atomic writes never touch it). `partial`: a temporary folder to clear
+    away first, freeing what it took."""
+    from .exceptions import TuneloopError
+
+    try:
+        yield
+    except BaseException as e:
+        if not disk_full(e):
+            raise
+        written = folder_bytes(partial) if partial is not None else 0
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)
+        needed = max(expected_bytes, written)
+        amount = f"about {needed / 2**20:.0f} MB needed" if expected_bytes else \
+            f"at least {needed / 2**20:.0f} MB needed"
+        raise TuneloopError(f"no space left on device while saving {what} {target}; {amount}; earlier files are "
+                            "intact. Free some space (or --keep-last 1, another --output-dir) and resume") from None

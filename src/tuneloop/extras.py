@@ -14,6 +14,7 @@ EXTRAS = {
     "serve": ("tuneloop serve", ("fastapi", "uvicorn")),
     "search": ("tuneloop search", ("optuna",)),
     "postgres": ("tuneloop search --storage postgresql://...", ("optuna", "psycopg")),
+    "lora": ("--lora (LoRA adapters) and LoRA model folders", ("peft",)),
 }
 
 

@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tuneloop",
         formatter_class=_formatter,
         description=(
-            "Fine-tune pretrained transformer encoders (BERT and friends) for text classification and regression.\n"
+            "Fine-tune pretrained transformers (encoders, or decoder LLMs as classifiers) for text classification "
+            "and regression.\n"
             "`tuneloop train` with no options fine-tunes the embedded MiniLM on a built-in paraphrase sample, offline."
         ),
     )

@@ -106,6 +106,14 @@ class TrainConfig:
                                   "weights): faster steps, usually the same accuracy", "model")
     dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
                                    "own, 0.1 for BERT-style encoders)", "model", metavar="P")
+    lora: bool = opt(False, "train LoRA adapters (peft) instead of every weight; the new classification head is "
+                     "trained and saved in full; model/ holds the adapter (export and serve merge it)", "model")
+    lora_r: int = opt(8, "--lora: rank of the adapters", "model", metavar="R")
+    lora_alpha: float = opt(16.0, "--lora: scaling alpha (the update is scaled by alpha / r)", "model", metavar="A")
+    lora_dropout: float = opt(0.05, "--lora: dropout on the adapters' input", "model", metavar="P")
+    lora_target_modules: Optional[list[str]] = opt(None, "--lora: module names to adapt, comma-separated (default: "
+                                                   "the attention's query and value projections)", "model",
+                                                   metavar="A,B")
     fast_dropout: bool = opt(True, "on the CPU, draw the dropout masks of the model's dropout layers (and of "
                              "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: "
                              "3-10% faster steps than torch's bernoulli_", "model")
@@ -227,6 +235,10 @@ class TrainConfig:
 
         need(math.isfinite(self.lr) and self.lr > 0, "lr", f"must be a positive number, got {self.lr}")
         need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
+        need(self.lora_r >= 1, "lora_r", f"must be at least 1, got {self.lora_r}")
+        need(not self.lora or importlib.util.find_spec("peft") is not None, "lora",
+             'needs peft (not installed here): pip install "tuneloop[lora]"')
+        need(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
         if self.max_steps is not None:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every"):

@@ -89,8 +89,9 @@ def fill_defaults(config: TrainConfig) -> TrainConfig:
 
 
 def for_this_machine(config: TrainConfig) -> TrainConfig:
-    """`auto` precision, attention, compilation and loader workers for the device this process trains on (a
-    no-op once decided). On CPUs these keep the choices measured there; CUDA GPUs get their own."""
+    """`auto` precision, compilation and loader workers for the device this process trains on (a no-op once
+    decided). On CPUs these keep the choices measured there; CUDA GPUs get their own. `auto` attention is decided
+    when the model's architecture is known (model/attention.py)."""
     changes = {}
     cuda = machine.runs_on_cuda(config.cpu)
     if config.mixed_precision == "auto":
@@ -98,9 +99,6 @@ def for_this_machine(config: TrainConfig) -> TrainConfig:
         changes["mixed_precision"] = "bf16" if machine.native_bf16(config.cpu) else "fp16" if cuda else "no"
     if config.compile == "auto":
         changes["compile"] = "default" if cuda else "no"
-    if config.attention == "auto":           # chunked attention runs eagerly: compiled models keep SDPA
-        eager = changes.get("compile", config.compile) == "no"
-        changes["attention"] = "chunked" if machine.runs_on_cpu(config.cpu) and eager else "sdpa"
     if config.dataloader_workers is None:
         changes["dataloader_workers"] = 2 if cuda else 0
     return config.replace(**changes) if changes else config

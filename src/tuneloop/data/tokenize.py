@@ -12,6 +12,14 @@ from .labels import LabelEncoder
 from .long_texts import TextPolicy, cut
 from .sources import unwrapped_data_errors
 
+PAIR_JOIN = "\n"               # between the two texts of a pair when the tokenizer has no separator token
+
+
+def joins_pairs(tokenizer) -> bool:
+    """Pairs become one text when the tokenizer has no separator token (decoder LLMs: their pair template runs
+    the two texts together with nothing between)."""
+    return getattr(tokenizer, "sep_token", None) is None
+
 
 class Tokenize:
     """Batched tokenization + label encoding for `datasets.map` (a class so datasets can hash it for caching).
@@ -25,6 +33,9 @@ class Tokenize:
         second = batch["text_b"] if self.pair else None
         if second is not None and any(t is None for t in second):
             second = [t or "" for t in second]
+        if second is not None and joins_pairs(self.tokenizer):      # no separator token: one text, a line apart
+            batch = {**batch, "text_a": [a + PAIR_JOIN + b for a, b in zip(batch["text_a"], second)]}
+            second = None
         labels = [self.encoder(raw, pos) for raw, pos in zip(batch["label"], batch["pos"])] if self.encoder \
             else None
         if self.policy.simple:

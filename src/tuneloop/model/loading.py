@@ -46,7 +46,7 @@ def resolve_model(name: str) -> str:
     return name
 
 
-def _load_error(name: str, what: str, e: Exception) -> TuneloopError:
+def load_error(name: str, what: str, e: Exception) -> TuneloopError:
     first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
     hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
             "Hub: check the id, your network, or pass a local model folder.")
@@ -63,12 +63,8 @@ def check_max_length(name: str, max_length: int | None) -> None:
     model at the first long text)."""
     if max_length is None:
         return
-    from transformers import AutoConfig
 
-    try:
-        config = AutoConfig.from_pretrained(resolve_model(name))
-    except (OSError, ValueError) as e:
-        raise _load_error(name, "model configuration", e) from None
+    config = model_config(name)
     positions = getattr(config, "max_position_embeddings", None)
     if not positions or getattr(config, "position_embedding_type", "absolute") != "absolute" or \
             not getattr(config, "position_biased_input", True):
@@ -80,53 +76,77 @@ def check_max_length(name: str, max_length: int | None) -> None:
                             f"tokens; use --max-length {positions} or less")
 
 
-def load_tokenizer(name: str):
-    from transformers import AutoTokenizer
-
-    path = resolve_model(name)
-    try:
-        return AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError) as e:
-        raise _load_error(name, "tokenizer", e) from None
-
-
 # the dropout probabilities of the encoder families transformers ships, under their config names
 DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout", "dropout",
-                    "attention_dropout", "seq_classif_dropout", "hidden_dropout", "attention_probs_dropout")
+                    "attention_dropout", "seq_classif_dropout", "hidden_dropout", "attention_probs_dropout",
+                    "classifier_dropout_prob", "pooler_dropout", "embedding_dropout", "mlp_dropout")
 
 
-def load_model(name: str, labels, task: str | None = None, attention: str = "sdpa", dropout: float | None = None):
-    """AutoModelForSequenceClassification with `labels` (a LabelSchema) written into its config; `dropout`,
-    when given, replaces every dropout probability the config names. `attention` is a transformers
-    attn_implementation (tuneloop's `chunked` runs on SDPA models: speed.SpeedLevers routes it)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+def model_config(name: str, labels=None, task: str | None = None, dropout: float | None = None,
+                 pad_token_id: int | None = None):
+    """The model's transformers config with `labels` (a LabelSchema) written in, `dropout` replacing every dropout
+    probability the config names, and `pad_token_id` where the config has none (decoders as they ship)."""
+    from transformers import AutoConfig
 
-    path = resolve_model(name)
-    names = labels.names if labels.problem_type != REGRESSION else []
-    kwargs = dict(num_labels=labels.num_labels, problem_type=labels.problem_type)
-    if names:
-        kwargs.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    kwargs = {}
+    if labels is not None:
+        names = labels.names if labels.problem_type != REGRESSION else []
+        kwargs = dict(num_labels=labels.num_labels, problem_type=labels.problem_type)
+        if names:
+            kwargs.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
     try:
-        config = AutoConfig.from_pretrained(path, **kwargs)
-        if task:
-            config.finetuning_task = task
-        if dropout is not None:
-            for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
-                setattr(config, setting, dropout)
+        config = AutoConfig.from_pretrained(resolve_model(name), **kwargs)
+    except (OSError, ValueError) as e:
+        raise load_error(name, "model configuration", e) from None
+    if task:
+        config.finetuning_task = task
+    if dropout is not None:
+        for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
+            setattr(config, setting, dropout)
+    if getattr(config, "pad_token_id", None) is None and pad_token_id is not None:
+        config.pad_token_id = pad_token_id
+    return config
+
+
+def model_class(config):
+    """The transformers sequence-classification class of a config; a one-line error for an architecture that
+    has none."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
+        return AutoModelForSequenceClassification._model_mapping[type(config)]
+    except KeyError:
+        raise TuneloopError(f"the architecture {config.model_type!r} has no sequence-classification model in "
+                            "transformers; choose an encoder or a decoder that does") from None
+
+
+def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = False):
+    """AutoModelForSequenceClassification of `name` with `config` (model_config's). `attention` is tuneloop's
+    choice (model/attention.py): `chunked` loads SDPA, which runtime/speed.SpeedLevers then routes. With
+    `loading_info`: (model, the names of the parameters the checkpoint did not have)."""
+    from transformers import AutoModelForSequenceClassification
+
+    try:
         # a checkpoint trained for other labels gets a fresh head instead of a size-mismatch crash
-        return AutoModelForSequenceClassification.from_pretrained(
-            path, config=config, ignore_mismatched_sizes=True,
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            resolve_model(name), config=config, ignore_mismatched_sizes=True, output_loading_info=True,
             attn_implementation="sdpa" if attention == "chunked" else attention)
     except (OSError, ValueError) as e:
-        raise _load_error(name, "model", e) from None
+        raise load_error(name, "model", e) from None
+    if not loading_info:
+        return model
+    return model, sorted(set(info.get("missing_keys", [])) | {k[0] if isinstance(k, tuple) else k
+                                                                 for k in info.get("mismatched_keys", [])})
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:
     """save_pretrained model + tokenizer + tuneloop.json into `folder`, atomically (temp folder, then rename)."""
-    from ..atomic import atomic_folder
+    from ..atomic import atomic_folder, space_guard
 
-    with atomic_folder(folder) as tmp:
+    with space_guard("the model folder", folder), atomic_folder(folder) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
+        if hasattr(model, "peft_config"):          # a LoRA model: the adapter, and the classifier's config beside
+            model.get_base_model().config.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (Path(tmp) / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
 

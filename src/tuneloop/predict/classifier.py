@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -22,8 +23,10 @@ from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..model.loading import load_tokenizer, read_metadata, resolve_model
+from ..model.loading import read_metadata, resolve_model
+from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
+from ..model.tokenizer import load_tokenizer
 from .rows import decided_rows, prediction_rows
 
 PRECISIONS = ("auto", "fp32", "bf16")      # PyTorch backend; `auto`: bf16 on CPUs with AMX, fp32 elsewhere
@@ -47,10 +50,20 @@ def _load_model(path: str, model_dir: str, threads: int | None = None):
 
             extras.require("export")
             return OnnxModel(path, threads), AutoConfig.from_pretrained(path)
-        model = AutoModelForSequenceClassification.from_pretrained(path)
+        if is_adapter_folder(path):                 # LoRA: onto its base model, merged
+            base = resolve_model(read_metadata(path).get("base_model") or _adapter_base(path))
+            model = load_adapter_model(path, base)
+        else:
+            model = AutoModelForSequenceClassification.from_pretrained(path)
         return model, model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
+
+
+def _adapter_base(path: str) -> str:
+    import json
+
+    return json.loads((Path(path) / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
 
 
 class Classifier(contextlib.AbstractContextManager):
@@ -87,6 +100,8 @@ class Classifier(contextlib.AbstractContextManager):
         with library_output(quiet=True):         # no load reports or weight bars; the settings are given back
             tokenizer = load_tokenizer(model_dir)
             model, config = _load_model(resolved, model_dir, threads)
+        if getattr(config, "pad_token_id", None) is None:     # a decoder folder as it ships: EOS pads
+            config.pad_token_id = tokenizer.pad_token_id
         meta = read_metadata(resolved)
         labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(config)
         backend = "onnx" if is_onnx_folder(resolved) else "pytorch"

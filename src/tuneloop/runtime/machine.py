@@ -92,3 +92,12 @@ def interactive() -> bool:
     """stderr is a terminal: progress bars redraw in place. Elsewhere (a log file, CI, a cluster job) progress
     comes as plain lines, every PLAIN_EVERY_S seconds."""
     return sys.stderr.isatty()
+
+
+def effective_precision(mixed_precision: str, cpu_option: bool) -> str:
+    """What --mixed-precision does on this device: on a CPU, bf16 is oneDNN's bf16 matrix products, which need
+    bf16 units (AMX or AVX512-BF16); without them the products stay fp32 and bf16 is reported as such."""
+    if mixed_precision != "bf16" or not runs_on_cpu(cpu_option):
+        return mixed_precision
+    return "bf16" if native_bf16(cpu_only=True) or "avx512_bf16" in cpu_flags() else \
+        "fp32 (bf16 asked; this CPU has no bf16 units: AMX or AVX512-BF16)"

@@ -117,6 +117,8 @@ def run_scope(config):
     """For a training run; yields the run's speed.SpeedLevers (route a model's attention through them)."""
     on_cpu = machine.runs_on_cpu(config.cpu)
     levers = speed.SpeedLevers(bf16_matmuls=on_cpu and config.mixed_precision == "bf16", keep_heap=on_cpu,
-                               chunked_attention=config.attention == "chunked", tf32=machine.runs_on_cuda(config.cpu))
+                               chunked_attention=config.attention == "chunked" or (
+                                   config.attention == "auto" and on_cpu and not config.compiled),
+                               tf32=machine.runs_on_cuda(config.cpu))
     with library_output(config.quiet), console_logging(config.quiet), random_states(), accelerate_state(), levers:
         yield levers

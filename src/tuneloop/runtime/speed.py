@@ -94,12 +94,12 @@ def chunked_attention(module, query, key, value, attention_mask, dropout: float 
     `sdpa` (transformers' SDPA function by default)."""
     dropout = dropout if module.training else 0.0
     short_on_cpu = query.device.type == "cpu" and key.shape[-2] <= CPU_CHUNKED_MAX_KEYS
-    if dropout == 0.0 and not short_on_cpu:
+    if (dropout == 0.0 and not short_on_cpu) or not plain_attention(module, query, attention_mask, kwargs):
         if sdpa is None:
             from transformers.integrations.sdpa_attention import (
                 sdpa_attention_forward as sdpa,
             )
-        return sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=scaling, **kwargs)
+        return sdpa(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     if key.shape[1] != query.shape[1]:          # grouped-query attention: share each key/value head
         groups = query.shape[1] // key.shape[1]
         key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
@@ -114,6 +114,19 @@ def chunked_attention(module, query, key, value, attention_mask, dropout: float 
               for i in range(0, query.shape[0], step)]
     out = pieces[0] if len(pieces) == 1 else torch.cat(pieces)
     return out.transpose(1, 2).contiguous(), None
+
+
+def plain_attention(module, query, attention_mask, kwargs: dict) -> bool:
+    """Whether this call is plain softmax(QK^T·s + mask)V, all `chunked_attention` computes. Anything else goes to
+    the stock SDPA function unchanged: a causal module called without a mask (transformers then relies on SDPA's
+    `is_causal`: decoders on unpadded batches), a position bias, a sliding window or sinks without a mask,
+    logit soft-capping, a cache."""
+    if attention_mask is None and query.shape[2] > 1:
+        causal = kwargs.get("is_causal")
+        if (getattr(module, "is_causal", True) if causal is None else causal) or kwargs.get("sliding_window"):
+            return False
+    return all(kwargs.get(name) is None for name in ("position_bias", "softcap", "s_aux", "cache")) and \
+        not kwargs.get("output_attentions")
 
 
 def _math_attention(query, key, value, attention_mask, scaling: float, dropout: float, drop):

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..atomic import atomic_write_json, atomic_write_text
+from ..atomic import atomic_write_json, atomic_write_text, folder_bytes, space_guard
 from ..config.options import TrainConfig
 from ..exceptions import TuneloopError
 from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
@@ -22,7 +22,8 @@ RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every
                      "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
                      "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
                      "abstain_below", "abstain_label", "positive_label",
-                     "compile", "dataloader_workers"}
+                     "compile", "dataloader_workers",
+                     "attention"}      # kernels of one function (auto is decided when the model loads)
 
 
 def checkpoint_name(step: int) -> str:
@@ -50,12 +51,15 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
         root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp))                   # model, optimizer, scheduler, RNG states (every process)
-    accelerator.wait_for_everyone()
+    earlier = list_checkpoints(output_dir)
+    with space_guard("checkpoint", final, tmp, folder_bytes(earlier[0]) if earlier else 0):
+        accelerator.save_state(str(tmp))               # model, optimizer, scheduler, RNG states (every process)
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            if write_more is not None:
+                write_more(tmp)
+            atomic_write_json(tmp / CHECKPOINT_STATE_FILE, state)
     if accelerator.is_main_process:
-        if write_more is not None:
-            write_more(tmp)
-        atomic_write_json(tmp / CHECKPOINT_STATE_FILE, state)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)

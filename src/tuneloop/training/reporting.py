@@ -15,6 +15,7 @@ from ..evaluation.inference import Evaluation
 from ..evaluation.metrics import per_class
 from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
 from ..predict.rows import write_predictions
+from ..runtime import machine
 
 log = logging.getLogger("tuneloop")
 
@@ -33,6 +34,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
                   "num_samples": len(run.data.train), "global_batch_size": run.plan.global_batch,
                   "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
                   "mixed_precision": cfg.mixed_precision, "compile": cfg.compile,
+                  "precision": machine.effective_precision(cfg.mixed_precision, cfg.cpu),
                   "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device)},
         "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
         "labels": run.data.labels.names,

@@ -19,9 +19,12 @@ from ..data.sources import resolve_data_dir
 from ..decision.fit import check_decision_options
 from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
-from ..model.loading import check_max_length, load_model, load_tokenizer
+from ..model.attention import choose as choose_attention
+from ..model.loading import check_max_length, load_model, model_class, model_config
+from ..model.lora import add_adapters, trainable_summary
 from ..model.losses import TrainingLoss
 from ..model.optim import build_optimizer, build_scheduler
+from ..model.tokenizer import check_vocabulary, load_tokenizer
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, use_fast_dropout
 from ..tasks import REGRESSION
@@ -134,15 +137,27 @@ def metric_names(data: PreparedData) -> tuple[str, ...]:
     return tasks.metric_names(data.task, data.labels.problem_type, data.labels.num_labels)
 
 
-def setup_model(config: TrainConfig, labels, device_type: str, levers: SpeedLevers):
-    """The model with its new head, the dropout and attention the options ask for, embeddings frozen or not."""
-    model = load_model(config.model, labels, task=config.task, attention=config.attention, dropout=config.dropout)
+def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers: SpeedLevers):
+    """(the model with its new head, the attention it runs): dropout and attention as the options ask (`auto`:
+    the fastest the architecture supports here), the tokenizer checked against its embeddings, embeddings frozen
+    or not."""
+    model_cfg = model_config(config.model, labels, config.task, config.dropout, tokenizer.pad_token_id)
+    attention, why = choose_attention(config.attention, model_class(model_cfg), device_type == "cpu",
+                                      config.compiled)
+    model, new = load_model(config.model, model_cfg, attention, loading_info=True)
+    check_vocabulary(tokenizer, model, config.model)
+    if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
+        model = add_adapters(model, config, new)
+        log.info(f"LoRA r={config.lora_r}: {trainable_summary(model)}")
     if device_type == "cpu" and config.fast_dropout:
         use_fast_dropout(model)
-    levers.route_attention(model, cheap_masks=device_type == "cpu" and config.fast_dropout)
+    if attention == "chunked":
+        levers.route_attention(model, cheap_masks=device_type == "cpu" and config.fast_dropout)
     if config.freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
-    return model
+    if config.attention == "auto":
+        log.info(f"attention: {attention} ({why})")
+    return model, attention
 
 
 def setup_run_folder(config: TrainConfig, data: PreparedData, accelerator) -> Path:
@@ -230,7 +245,11 @@ def describe(run: Run) -> None:
     sizes = ", ".join(f"{name} {len(ds)}" for name, ds in [("train", d.train), *d.evaluation.items()])
     log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({d.labels.problem_type}, "
              f"{d.labels.num_labels} label(s)) | examples: {sizes}")
-    log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), precision {c.mixed_precision}, "
+    precision = machine.effective_precision(c.mixed_precision, c.cpu)
+    if precision.startswith("fp32 (bf16"):
+        log.warning(f"--mixed-precision bf16: {precision.split('; ', 1)[1][:-1]}, so it computes in fp32; "
+                    "--mixed-precision no says so")
+    log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), precision {precision}, "
              f"attention {c.attention}" + (f", compiled ({c.compile})" if c.compiled else "") +
              f" | batch {c.batch_size}/device, global {plan.global_batch} | "
              f"{plan.steps_per_epoch} steps/epoch, {plan.total_steps} steps | output {run.output_dir}")
@@ -252,7 +271,8 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
-    model = setup_model(config, data.labels, accelerator.device.type, levers)
+    model, attention = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
+    config = config.replace(attention=attention)        # what ran, as config.yaml records it
     loss = setup_loss(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)

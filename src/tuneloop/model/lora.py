@@ -1,0 +1,83 @@
+"""LoRA adapters on a sequence classifier (peft; `pip install "tuneloop[lora]"`).
+
+The well-known trap of LoRA on classifiers is a head that is neither trained nor saved: peft trains and saves the
+modules named `classifier`/`score`, but some families add other new modules (DeBERTa's `pooler`, ModernBERT's
+`head`): those stay frozen at their random start and are re-drawn on every reload. Here every module whose weights
+were not in the checkpoint is trained and saved in full (`modules_to_save`). A LoRA model folder is peft's adapter
+(adapter_config.json, adapter_model.safetensors with the head) beside the classifier's config.json and the
+tokenizer; tuneloop loads it onto its base model and merges the adapters for inference (export and serve run the
+merged model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..exceptions import ConfigError, TuneloopError
+
+ADAPTER_CONFIG = "adapter_config.json"
+# families peft has no default for: their attention's query and value projections
+TARGETS = {"distilbert": ["q_lin", "v_lin"], "albert": ["query", "value"], "mpnet": ["q", "v"],
+           "modernbert": ["Wqkv"]}
+
+
+def is_adapter_folder(folder) -> bool:
+    return (Path(folder) / ADAPTER_CONFIG).is_file()
+
+
+def new_modules(missing_keys: list[str], model) -> list[str]:
+    """The modules of `model` whose parameters the checkpoint lacked (the new head and pooler), by dotted name."""
+    names = {name for name, _ in model.named_modules()}
+    found = set()
+    for key in missing_keys:
+        parts = key.split(".")
+        for i in range(1, len(parts)):       # the outermost module that holds it and is not the whole model body
+            prefix = ".".join(parts[:i])
+            if prefix in names and not prefix == getattr(model, "base_model_prefix", None):
+                found.add(prefix)
+                break
+    return sorted(found)
+
+
+def add_adapters(model, config, missing_keys: list[str]):
+    """`model` wrapped by peft with LoRA on the target modules; the new modules trained and saved in full."""
+    from .. import extras
+
+    extras.require("lora")
+    from peft import LoraConfig, TaskType, get_peft_model
+
+    kind = model.config.model_type
+    targets = config.lora_target_modules or TARGETS.get(kind)
+    lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha,
+                      lora_dropout=config.lora_dropout, target_modules=targets,
+                      modules_to_save=new_modules(missing_keys, model) or None)
+    try:
+        return get_peft_model(model, lora)
+    except ValueError as e:
+        first = str(e).strip().splitlines()[0][:200]
+        raise ConfigError(f"--lora: {first}; name the modules to adapt with --lora-target-modules A,B "
+                          f"(e.g. the attention's query and value projections of {kind})") from None
+
+
+def trainable_summary(model) -> str:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return f"{trainable:,} of {total:,} parameters trained ({100 * trainable / total:.2f}%)"
+
+
+def load_adapter_model(folder: str, base: str):
+    """A LoRA model folder as a plain transformers model: the base model with the folder's config (labels, pad
+    token), the adapters and the saved head loaded, then merged."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    from .. import extras
+
+    extras.require("lora")
+    from peft import PeftModel
+
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        model = AutoModelForSequenceClassification.from_pretrained(base, config=config, ignore_mismatched_sizes=True)
+        return PeftModel.from_pretrained(model, folder).merge_and_unload()
+    except (OSError, ValueError) as e:
+        raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} "
+                            f"({str(e).strip().splitlines()[0][:200]})") from None

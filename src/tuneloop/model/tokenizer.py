@@ -1,0 +1,63 @@
+"""Tokenizers: loaded from the model's folder (or the Hub) and checked before anything is written: the tokenizer
+files are there, its ids fit the model's embeddings, and it can pad (decoders ship without a pad token: EOS pads,
+written into tokenizer and config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..exceptions import TuneloopError
+from .loading import load_error, resolve_model
+
+# the files a tokenizer is saved as, by kind (any one of them makes a folder's tokenizer)
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "sentencepiece.bpe.model", "tokenizer.model", "spm.model")
+
+
+def check_tokenizer_files(name: str, path: str) -> None:
+    """A local folder must hold a tokenizer: transformers would otherwise build an empty one (every word [UNK])."""
+    folder = Path(path)
+    if folder.is_dir() and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise TuneloopError(f"--model {name}: the folder has no tokenizer files (none of "
+                            f"{', '.join(TOKENIZER_FILES)}); save it beside the model with "
+                            "tokenizer.save_pretrained(folder)")
+
+
+def load_tokenizer(name: str):
+    """The model's tokenizer, checked and able to pad."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model(name)
+    check_tokenizer_files(name, path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise load_error(name, "tokenizer", e) from None
+    ensure_pad_token(tokenizer, name)
+    return tokenizer
+
+
+def ensure_pad_token(tokenizer, name: str = "the model") -> str | None:
+    """Give a tokenizer without a pad token (decoder LLMs as they ship) its EOS token (else UNK) as pad token;
+    returns which it took, None when it had one. The sequence-classification heads of decoders pool the last
+    token that is not a pad, so padding on either side gives the same logits."""
+    if tokenizer.pad_token is not None:
+        return None
+    for kind in ("eos_token", "unk_token"):
+        token = getattr(tokenizer, kind, None)
+        if token is not None:
+            tokenizer.pad_token = token
+            return kind
+    raise TuneloopError(f"--model {name}: the tokenizer has no pad, EOS or UNK token to pad batches with; add one "
+                        "(tokenizer.add_special_tokens({'pad_token': ...}) and resize the embeddings) and save it")
+
+
+def check_vocabulary(tokenizer, model, name: str) -> None:
+    """The tokenizer's ids must exist in the model's input embeddings (a mismatched tokenizer crashes mid-run or
+    silently reads other words)."""
+    embeddings = model.get_input_embeddings()
+    size = getattr(embeddings, "num_embeddings", None)
+    if size is not None and len(tokenizer) > size:
+        raise TuneloopError(f"--model {name}: the tokenizer has {len(tokenizer)} tokens but the model's embeddings "
+                            f"only {size}; the tokenizer does not belong to this model (or resize the embeddings "
+                            "after adding tokens)")

@@ -1,0 +1,188 @@
+"""Every architecture family a user would pick, on tiny models with a real tokenizer of each family's kind
+(tests/families.py, built offline): the speed levers are exact or off for each; decoders pad on either side alike;
+each family trains on pairs, is used through `tuneloop.load`, `tuneloop predict` and a plain pipeline, and exports
+to ONNX through the accuracy gate."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from conftest import fast_options, write_mrpc_folder
+from families import DECODERS, ENCODERS, FAMILIES, family_folder
+
+import tuneloop
+from tuneloop.cli import main
+from tuneloop.model.attention import supported
+from tuneloop.model.tokenizer import ensure_pad_token
+from tuneloop.runtime import speed
+
+ALL = ENCODERS + DECODERS
+TEXTS = ["the cat sat on the mat", "alpha dog", "a big red bus runs fast and the old horse walks slow", "beta"]
+
+
+def load(folder: str):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    ensure_pad_token(tokenizer)
+    model_class = AutoModelForSequenceClassification._model_mapping[type(
+        AutoModelForSequenceClassification.from_pretrained(folder).config)]
+    attention = "sdpa" if "sdpa" in supported(model_class) else "eager"
+    model = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation=attention)
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return tokenizer, model
+
+
+@pytest.mark.parametrize("key", ALL)
+def test_chunked_attention_is_exact_or_off_for_every_family(key, tmp_path_factory):
+    """Routed vs stock logits on padded and unpadded batches, in eval and training mode (no dropout), or the
+    lever is off: the architecture has no SDPA route (auto then picks eager)."""
+    tokenizer, model = load(str(family_folder(key, tmp_path_factory)))
+    padded = tokenizer(TEXTS, padding=True, return_tensors="pt")
+    unpadded = tokenizer(["the cat sat on the mat"] * 3, return_tensors="pt")
+    routable = "chunked" in supported(type(model))
+    for batch in (padded, unpadded):
+        for training in (False, True):
+            model.train(training)
+            with torch.no_grad():
+                stock = model(**batch).logits
+            with speed.SpeedLevers(chunked_attention=True) as levers, torch.no_grad():
+                assert levers.route_attention(model, cheap_masks=True) == routable
+                routed = model(**batch).logits
+            assert torch.allclose(routed, stock, atol=1e-5, rtol=0), (key, training, (routed - stock).abs().max())
+    if not routable:
+        assert FAMILIES[key].config in ("DebertaV2Config", "MPNetConfig")
+
+
+def test_the_route_would_catch_a_non_causal_decoder(tmp_path_factory, monkeypatch):
+    """The check above can fail: with the causal guard taken out, an unpadded decoder batch differs."""
+    tokenizer, model = load(str(family_folder("qwen2", tmp_path_factory)))
+    batch = tokenizer(["the cat sat on the mat"] * 2, return_tensors="pt")
+    with torch.no_grad():
+        stock = model.eval()(**batch).logits
+    monkeypatch.setattr(speed, "plain_attention", lambda *args: True)
+    with speed.SpeedLevers(chunked_attention=True) as levers, torch.no_grad():
+        levers.route_attention(model, cheap_masks=True)
+        assert not torch.allclose(model(**batch).logits, stock, atol=1e-5)
+
+
+@pytest.mark.parametrize("key", DECODERS)
+def test_decoders_give_the_same_logits_padded_left_or_right(key, tmp_path_factory):
+    tokenizer, model = load(str(family_folder(key, tmp_path_factory)))
+    model.eval()
+    out = {}
+    for side in ("left", "right"):
+        tokenizer.padding_side = side
+        with torch.no_grad():
+            out[side] = model(**tokenizer(TEXTS, padding=True, return_tensors="pt")).logits
+    alone = torch.cat([model(**tokenizer([t], return_tensors="pt")).logits for t in TEXTS]).detach()
+    assert torch.allclose(out["left"], out["right"], atol=1e-5, rtol=0)
+    assert torch.allclose(out["right"], alone, atol=1e-5, rtol=0)
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    return write_mrpc_folder(tmp_path_factory.mktemp("family-data") / "MRPC", n_train=120, n_dev=40, n_test=10)
+
+
+@pytest.mark.parametrize("key", ALL)
+def test_every_family_trains_predicts_exports_and_loads(key, pairs, tmp_path_factory, tmp_path):
+    folder = str(family_folder(key, tmp_path_factory))
+    out = tmp_path / "run"
+    results = tuneloop.train(**fast_options(folder, epochs=1), task="mrpc", data_dir=str(pairs),
+                             output_dir=str(out))
+    config = (out / "config.yaml").read_text()
+    expected = "eager" if FAMILIES[key].config in ("DebertaV2Config", "MPNetConfig") else "chunked"
+    assert f"attention: {expected}" in config                        # auto, decided for this architecture
+    assert results["eval"]["num_samples"] == 40
+    rows = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog")]
+    source = tmp_path / "new.csv"
+    source.write_text("sentence1,sentence2\n" + "".join(f"{a},{b}\n" for a, b in rows))
+    written = tmp_path / "new.jsonl"
+    assert main(["predict", "--model", str(out / "model"), "--input", str(source), "--output", str(written),
+                 "--quiet"]) == 0
+    from_file = [json.loads(line) for line in written.read_text().splitlines()]
+    with tuneloop.load(out) as clf:
+        got = clf.predict(rows)
+        raw = clf.predict_proba(rows, raw=True)
+    assert [r["label"] for r in got] == [r["label"] for r in from_file]
+    exported = tmp_path / "onnx"
+    assert main(["export", str(out), "--output", str(exported), "--quiet"]) == 0
+    report = json.loads((exported / "export_report.json").read_text())
+    assert report["gate"]["max_logit_difference"] < 1e-3
+    with tuneloop.load(exported) as onnx:
+        assert onnx.backend == "onnx"
+        assert np.allclose(onnx.predict_proba(rows, raw=True), raw, atol=1e-4)
+    if FAMILIES[key].is_decoder:                      # the saved folder pads as it trained
+        saved = json.loads((out / "model" / "config.json").read_text())
+        assert saved["pad_token_id"] is not None
+
+
+@pytest.mark.parametrize("key", ["deberta-v2", "qwen2"])
+def test_a_plain_pipeline_reads_the_saved_folder(key, pairs, tmp_path_factory, tmp_path):
+    from transformers import pipeline
+
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(str(family_folder(key, tmp_path_factory)), epochs=1), task="mrpc",
+                   data_dir=str(pairs), output_dir=str(out))
+    classify = pipeline("text-classification", model=str(out / "model"))
+    answers = classify([{"text": "the cat", "text_pair": "a alpha cat"}, {"text": "dog", "text_pair": "beta"}])
+    assert all(a["label"] in ("equivalent", "not_equivalent") for a in answers)
+
+
+def test_an_explicit_attention_the_model_cannot_run_is_one_line(pairs, tmp_path_factory, tmp_path, capsys):
+    folder = str(family_folder("deberta-v2", tmp_path_factory))
+    args = ["train", "--model", folder, "--task", "mrpc", "--data-dir", str(pairs), "--attention", "sdpa",
+            "--output-dir", str(tmp_path / "run"), "--quiet"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tuneloop train: error: --attention sdpa: DebertaV2ForSequenceClassification cannot run it; it "
+                   "supports eager (or leave --attention auto)"]
+    assert not (tmp_path / "run").exists()                            # nothing written
+
+
+def test_a_model_folder_without_its_tokenizer_stops_before_writing(tmp_path, tmp_path_factory, capsys):
+    import shutil
+
+    folder = tmp_path / "no-tokenizer"
+    shutil.copytree(family_folder("bert", tmp_path_factory), folder)
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        (folder / name).unlink(missing_ok=True)
+    assert main(["train", "--model", str(folder), "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the folder has no tokenizer files" in err and "tokenizer.save_pretrained" in err
+    assert not (tmp_path / "run").exists()
+    assert main(["evaluate", "--model", str(folder)]) == 2
+
+
+def test_a_tokenizer_larger_than_the_embeddings_is_refused(tmp_path, tmp_path_factory, capsys, pairs):
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    folder = tmp_path / "mismatch"
+    shutil.copytree(family_folder("bert", tmp_path_factory), folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_tokens([f"newword{i}" for i in range(50)])          # added, the embeddings not resized
+    tokenizer.save_pretrained(folder)
+    assert main(["train", "--model", str(folder), "--task", "mrpc", "--data-dir", str(pairs),
+                 "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "tokens but the model's embeddings only" in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("key", ["deberta-v2", "qwen2", "llama"])
+def test_long_texts_in_windows_for_relative_positions_and_decoders(key, pairs, tmp_path_factory, tmp_path):
+    """--windows cuts texts into overlapping windows and pools them back; a reloaded model scores the same."""
+    out = tmp_path / "run"
+    results = tuneloop.train(**fast_options(str(family_folder(key, tmp_path_factory)), epochs=1), task="mrpc",
+                             data_dir=str(pairs), output_dir=str(out), max_length=12, windows=2)
+    assert results["data"]["validation"]["long_texts"] > 0
+    with tuneloop.load(out) as clf:
+        again = clf.evaluate(raw=True)["eval"]
+    assert again["accuracy"] == pytest.approx(results["eval"]["accuracy"])
+    assert again["loss"] == pytest.approx(results["eval"]["loss"], abs=1e-5)
