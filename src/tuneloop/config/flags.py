@@ -1,4 +1,4 @@
-"""The command line's option flags, one per TrainConfig field (config.py): grouped, typed, help from the field's
+"""The command line's option flags, one per TrainConfig field (options.py): grouped, typed, help from the field's
 metadata; parsed values are only the flags given, so resolve.py can layer them over presets and YAML."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Models and tokenizers: resolve `--model`, load with the right head, save with everything needed to reuse."""
+"""Models: resolve `--model`, the config a run gives it (labels, dropout, pad token), load with the right head,
+save with everything needed to reuse."""
 
 from __future__ import annotations
 
