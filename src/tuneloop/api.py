@@ -39,12 +39,6 @@ def notebook_train(config: TrainConfig | None = None, num_processes: int | None 
 def load(path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32") -> "Classifier":
     """A trained model as a `Classifier`: a tuneloop model folder (RUN/model), a run folder, a plain transformers
     folder, or a folder `tuneloop export` wrote. `predict`, `predict_proba` and `evaluate` use it; it loads once."""
-    from pathlib import Path
+    from .predict.classifier import Classifier, model_folder
 
-    from .layout import MODEL_CONFIG_FILE, MODEL_DIR
-    from .predict.classifier import Classifier
-
-    folder = Path(path)
-    if not (folder / MODEL_CONFIG_FILE).is_file() and (folder / MODEL_DIR / MODEL_CONFIG_FILE).is_file():
-        folder = folder / MODEL_DIR                # a run folder: its final model
-    return Classifier.load(folder, cpu=cpu, precision=precision)
+    return Classifier.load(model_folder(path), cpu=cpu, precision=precision)

@@ -89,10 +89,11 @@ def folder_bytes(folder: str | os.PathLike) -> int:
 
 @contextlib.contextmanager
 def space_guard(what: str, target: str | os.PathLike, partial: str | os.PathLike | None = None,
-                expected_bytes: int = 0):
+                like: str | os.PathLike | None = None):
     """Turn a full disk while writing `what` into `target` into one line (TuneloopError): how much it needs, and
     that what was there before is intact (atomic writes never touch it). `partial`: a temporary folder to clear
-    away first, freeing what it took."""
+    away first, freeing what it took; `like`: an earlier folder of the same kind, whose size says what is needed
+    (both measured only when the disk is full)."""
     from .exceptions import TuneloopError
 
     try:
@@ -103,8 +104,8 @@ def space_guard(what: str, target: str | os.PathLike, partial: str | os.PathLike
         written = folder_bytes(partial) if partial is not None else 0
         if partial is not None:
             shutil.rmtree(partial, ignore_errors=True)
-        needed = max(expected_bytes, written)
-        amount = f"about {needed / 2**20:.0f} MB needed" if expected_bytes else \
-            f"at least {needed / 2**20:.0f} MB needed"
+        expected = folder_bytes(like) if like is not None else 0
+        needed = max(expected, written)
+        amount = f"about {needed / 2**20:.0f} MB needed" if expected else f"at least {needed / 2**20:.0f} MB needed"
         raise TuneloopError(f"no space left on device while saving {what} {target}; {amount}; earlier files are "
                             "intact. Free some space (or --keep-last 1, another --output-dir) and resume") from None

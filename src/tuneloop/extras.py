@@ -23,10 +23,16 @@ def missing(extra: str) -> list[str]:
     return [m for m in EXTRAS[extra][1] if importlib.util.find_spec(m) is None]
 
 
+def problem(extra: str) -> str | None:
+    """The one line saying what is missing for `extra` and how to install it; None when nothing is."""
+    absent = missing(extra)
+    if not absent:
+        return None
+    return f'{EXTRAS[extra][0]} needs {", ".join(absent)} (not installed here): pip install "tuneloop[{extra}]"'
+
+
 def require(extra: str) -> None:
     """Stop with a one-line TuneloopError when the extra's packages are not installed."""
-    absent = missing(extra)
-    if absent:
-        what = EXTRAS[extra][0]
-        raise TuneloopError(f"{what} needs {', '.join(absent)} (not installed here): "
-                            f'pip install "tuneloop[{extra}]"')
+    line = problem(extra)
+    if line:
+        raise TuneloopError(line)

@@ -236,8 +236,10 @@ class TrainConfig:
         need(math.isfinite(self.lr) and self.lr > 0, "lr", f"must be a positive number, got {self.lr}")
         need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
         need(self.lora_r >= 1, "lora_r", f"must be at least 1, got {self.lora_r}")
-        need(not self.lora or importlib.util.find_spec("peft") is not None, "lora",
-             'needs peft (not installed here): pip install "tuneloop[lora]"')
+        if self.lora:
+            from .. import extras
+
+            need(extras.problem("lora") is None, "lora", extras.problem("lora") or "")
         need(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
         if self.max_steps is not None:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")

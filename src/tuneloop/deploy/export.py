@@ -21,9 +21,9 @@ import numpy as np
 from .. import extras
 from ..atomic import atomic_folder
 from ..exceptions import TuneloopError
-from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, MODEL_DIR, ONNX_FILE
+from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE
 from ..model.onnx_model import export_onnx, is_onnx_folder, quantize_int8
-from ..predict.classifier import Classifier
+from ..predict.classifier import Classifier, model_folder
 from ..predict.evaluate import evaluation
 from ..runtime.process import command_scope
 from ..tasks import signed_score
@@ -32,14 +32,12 @@ log = logging.getLogger("tuneloop")
 DEFAULT_DROP = 0.5           # points of the main metric
 
 
-def model_folder(source: str) -> Path:
-    """A run folder's model/, or the model folder itself."""
-    path = Path(source)
-    if (path / MODEL_DIR / MODEL_CONFIG_FILE).is_file():
-        return path / MODEL_DIR
-    if (path / MODEL_CONFIG_FILE).is_file():
-        return path
-    raise TuneloopError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
+def source_folder(source: str) -> Path:
+    """The model folder to export: a run folder's model/, or a model folder."""
+    path = model_folder(source)
+    if not (path / MODEL_CONFIG_FILE).is_file():
+        raise TuneloopError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
+    return path
 
 
 def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None) -> dict:
@@ -61,7 +59,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     """Export, gate, and write `output` atomically; returns the export report (raises TuneloopError on a failed
     gate, leaving `output` as it was)."""
     extras.require("export")
-    folder = model_folder(source)
+    folder = source_folder(source)
     if is_onnx_folder(folder):
         raise TuneloopError(f"{source}: already an exported model; export the PyTorch model folder")
     target = Path(output)

@@ -32,7 +32,7 @@ def new_modules(missing_keys: list[str], model) -> list[str]:
         parts = key.split(".")
         for i in range(1, len(parts)):       # the outermost module that holds it and is not the whole model body
             prefix = ".".join(parts[:i])
-            if prefix in names and not prefix == getattr(model, "base_model_prefix", None):
+            if prefix in names and prefix != getattr(model, "base_model_prefix", None):
                 found.add(prefix)
                 break
     return sorted(found)

@@ -23,6 +23,7 @@ from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
+from ..layout import MODEL_CONFIG_FILE, MODEL_DIR
 from ..model.loading import read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
@@ -39,7 +40,7 @@ def text_policy(meta: dict, tokenizer) -> TextPolicy:
     return TextPolicy.from_dict(meta.get("text_policy"), default)
 
 
-def _load_model(path: str, model_dir: str, threads: int | None = None):
+def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = None):
     """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
@@ -51,13 +52,19 @@ def _load_model(path: str, model_dir: str, threads: int | None = None):
             extras.require("export")
             return OnnxModel(path, threads), AutoConfig.from_pretrained(path)
         if is_adapter_folder(path):                 # LoRA: onto its base model, merged
-            base = resolve_model(read_metadata(path).get("base_model") or _adapter_base(path))
+            base = resolve_model(meta.get("base_model") or _adapter_base(path))
             model = load_adapter_model(path, base)
         else:
             model = AutoModelForSequenceClassification.from_pretrained(path)
         return model, model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
+
+
+def model_folder(path: str | os.PathLike) -> Path:
+    """A run folder's final model (RUN/model), or `path` itself (a model folder, or a Hub id)."""
+    path = Path(path)
+    return path / MODEL_DIR if (path / MODEL_DIR / MODEL_CONFIG_FILE).is_file() else path
 
 
 def _adapter_base(path: str) -> str:
@@ -97,12 +104,12 @@ class Classifier(contextlib.AbstractContextManager):
 
         model_dir = str(path)
         resolved = resolve_model(model_dir)
+        meta = read_metadata(resolved)
         with library_output(quiet=True):         # no load reports or weight bars; the settings are given back
             tokenizer = load_tokenizer(model_dir)
-            model, config = _load_model(resolved, model_dir, threads)
+            model, config = _load_model(resolved, model_dir, meta, threads)
         if getattr(config, "pad_token_id", None) is None:     # a decoder folder as it ships: EOS pads
             config.pad_token_id = tokenizer.pad_token_id
-        meta = read_metadata(resolved)
         labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(config)
         backend = "onnx" if is_onnx_folder(resolved) else "pytorch"
         if backend == "pytorch":

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from ..atomic import atomic_write_json, atomic_write_text, folder_bytes, space_guard
+from ..atomic import atomic_write_json, atomic_write_text, space_guard
 from ..config.options import TrainConfig
 from ..exceptions import TuneloopError
 from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
@@ -52,7 +52,7 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
         shutil.rmtree(tmp, ignore_errors=True)
     accelerator.wait_for_everyone()
     earlier = list_checkpoints(output_dir)
-    with space_guard("checkpoint", final, tmp, folder_bytes(earlier[0]) if earlier else 0):
+    with space_guard("checkpoint", final, tmp, like=earlier[0] if earlier else None):
         accelerator.save_state(str(tmp))               # model, optimizer, scheduler, RNG states (every process)
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:

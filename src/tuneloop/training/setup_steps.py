@@ -246,9 +246,8 @@ def describe(run: Run) -> None:
     log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({d.labels.problem_type}, "
              f"{d.labels.num_labels} label(s)) | examples: {sizes}")
     precision = machine.effective_precision(c.mixed_precision, c.cpu)
-    if precision.startswith("fp32 (bf16"):
-        log.warning(f"--mixed-precision bf16: {precision.split('; ', 1)[1][:-1]}, so it computes in fp32; "
-                    "--mixed-precision no says so")
+    if precision != c.mixed_precision:
+        log.warning(f"--mixed-precision {c.mixed_precision} computes as {precision}")
     log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), precision {precision}, "
              f"attention {c.attention}" + (f", compiled ({c.compile})" if c.compiled else "") +
              f" | batch {c.batch_size}/device, global {plan.global_batch} | "
