@@ -96,7 +96,8 @@ def test_every_family_trains_predicts_exports_and_loads(key, pairs, tmp_path_fac
     results = tuneloop.train(**fast_options(folder, epochs=1), task="mrpc", data_dir=str(pairs),
                              output_dir=str(out))
     config = (out / "config.yaml").read_text()
-    expected = "eager" if FAMILIES[key].config in ("DebertaV2Config", "MPNetConfig") else "chunked"
+    fastest = "sdpa" if torch.cuda.is_available() else "chunked"     # what auto picks on a GPU / on CPUs
+    expected = "eager" if FAMILIES[key].config in ("DebertaV2Config", "MPNetConfig") else fastest
     assert f"attention: {expected}" in config                        # auto, decided for this architecture
     assert results["eval"]["num_samples"] == 40
     rows = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog")]
@@ -185,4 +186,4 @@ def test_long_texts_in_windows_for_relative_positions_and_decoders(key, pairs, t
     with tuneloop.load(out) as clf:
         again = clf.evaluate(raw=True)["eval"]
     assert again["accuracy"] == pytest.approx(results["eval"]["accuracy"])
-    assert again["loss"] == pytest.approx(results["eval"]["loss"], abs=1e-5)
+    assert again["loss"] == pytest.approx(results["eval"]["loss"], abs=1e-4 if torch.cuda.is_available() else 1e-5)   # CUDA: bf16

@@ -27,7 +27,7 @@ def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):
     for native_bf16, precision in ((True, "bf16"), (False, "fp16")):       # Ampere+ / older CUDA GPUs
         monkeypatch.setattr(system, "native_bf16", lambda cpu_option, v=native_bf16: v)
         gpu = resolve.for_this_machine(TrainConfig())
-        assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers) == (precision, "default", 2)
+        assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers) == (precision, "no", 2)    # eager: measured
     mine = resolve.for_this_machine(TrainConfig(compile="no", dataloader_workers=0, mixed_precision="no"))
     assert (mine.mixed_precision, mine.compile, mine.dataloader_workers) == ("no", "no", 0)   # the user's word
 
@@ -65,6 +65,18 @@ def test_tf32_is_set_for_the_run_and_given_back():
         assert matmul.fp32_precision == "ieee"
     finally:
         matmul.fp32_precision = before
+
+
+def test_cuda_graphs_start_a_step_at_each_call_of_the_model(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.compiler, "cudagraph_mark_step_begin", lambda: calls.append(1))
+    plain, graphed = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    speed.mark_cuda_graph_steps(plain, "default")
+    speed.mark_cuda_graph_steps(graphed, "reduce-overhead")
+    for _ in range(3):
+        plain(torch.ones(1, 2))
+        graphed(torch.ones(1, 2))
+    assert len(calls) == 3
 
 
 def test_length_buckets():

@@ -15,6 +15,9 @@ from families import family_folder
 import tuneloop
 from tuneloop.cli import main
 
+# an exact resume on CPUs; CUDA kernels that add in varying order (and bf16 autocast) leave ~2e-5 (seen on an H100)
+EXACT = 1e-4 if torch.cuda.is_available() else 1e-6
+
 ROWS = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green", "the alpha"), ("cow", "beta")]
 
 
@@ -72,7 +75,7 @@ def test_lora_trains_resumes_and_reloads_in_tuneloop_and_peft(key, pairs, tmp_pa
     resumed = tuneloop.train(**lora_options(base, pairs, tmp_path / "killed"), resume="latest")
     assert resumed["resumed_from"].endswith("step-0000010")
     for metric in ("accuracy", "loss"):
-        assert resumed["eval"][metric] == pytest.approx(whole["eval"][metric], abs=1e-6)
+        assert resumed["eval"][metric] == pytest.approx(whole["eval"][metric], abs=EXACT)
 
     model = tmp_path / "whole" / "model"
     saved = sorted(p.name for p in model.iterdir())

@@ -98,7 +98,9 @@ def for_this_machine(config: TrainConfig) -> TrainConfig:
         # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); Ampere+ GPUs; fp16 on older CUDA GPUs
         changes["mixed_precision"] = "bf16" if machine.native_bf16(config.cpu) else "fp16" if cuda else "no"
     if config.compile == "auto":
-        changes["compile"] = "default" if cuda else "no"
+        # eager everywhere: on an H100 (bert-base, MRPC, batch 8, 3 epochs) compiling made the training loop 1.85x
+        # slower (126 s vs 68 s, results/2026-11-23-h100-gpu-bert-base.json); steps this small are launch-bound
+        changes["compile"] = "no"
     if config.dataloader_workers is None:
         changes["dataloader_workers"] = 2 if cuda else 0
     return config.replace(**changes) if changes else config

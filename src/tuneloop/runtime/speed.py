@@ -284,3 +284,13 @@ def dynamo_plugin(mode: str):
     if mode == "aot_eager":
         return TorchDynamoPlugin(backend="aot_eager", use_regional_compilation=True)
     return TorchDynamoPlugin(backend="inductor", mode=mode, use_regional_compilation=True)
+
+
+def mark_cuda_graph_steps(model, mode: str) -> None:
+    """--compile reduce-overhead: each call of the model starts a new CUDA-graph step, so the graphs of one step
+    never overwrite tensors another still holds (on an H100 without it, bert-base failed in its first steps with
+    "accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run"; torch's own remedy)."""
+    import torch
+
+    if mode == "reduce-overhead":
+        model.register_forward_pre_hook(lambda module, args: torch.compiler.cudagraph_mark_step_begin())

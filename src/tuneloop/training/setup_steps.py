@@ -26,7 +26,7 @@ from ..model.losses import TrainingLoss
 from ..model.optim import build_optimizer, build_scheduler
 from ..model.tokenizer import check_vocabulary, load_tokenizer
 from ..runtime import machine
-from ..runtime.speed import SpeedLevers, dynamo_plugin, use_fast_dropout
+from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..tasks import REGRESSION
 from ..version import __version__
 from . import checkpoint, progress, run_folder
@@ -149,6 +149,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
         model = add_adapters(model, config, new)
         log.info(f"LoRA r={config.lora_r}: {trainable_summary(model)}")
+    mark_cuda_graph_steps(model, config.compile)
     if device_type == "cpu" and config.fast_dropout:
         use_fast_dropout(model)
     if attention == "chunked":
