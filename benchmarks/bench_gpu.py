@@ -9,9 +9,11 @@ Every run is its own process on the same GPU, at the chapter's settings (batch 8
   trainer          benchmarks/trainer_peer.py --best-flags: transformers.Trainer with bf16, tf32, fused AdamW,
                    torch_compile and 2 dataloader workers
   tuneloop         `tuneloop train` with its defaults on a CUDA GPU (auto: bf16 autocast, TF32, fused AdamW,
-                   SDPA, torch.compile per layer with length buckets, 2 pinned-memory workers); with
+                   SDPA, eager, 2 pinned-memory workers); with
                    --no-report --calibrate none, outputs the other two do not make
-  tuneloop_eager   the same with --compile no: what compilation buys
+  tuneloop_compiled the same with --compile default (torch.compile per layer with length buckets; `auto`
+                   until 2026-11-23, when it measured 1.85x slower on an H100; results named tuneloop_eager
+                   before then are --compile no)
   tuneloop_cg      the same with --compile reduce-overhead: CUDA graphs on top
 
 Models: `bert-base` (the bert-base-uncased architecture: real weights with --bert-base DIR, else BertConfig()
@@ -47,7 +49,7 @@ sys.path.insert(0, HERE)
 from bench_train import (DEFAULT_DATA_DIR, default_out, log_tail, machine_info, read_tuneloop,  # noqa: E402
                          run_child, write_atomic)
 
-IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_eager", "tuneloop_cg")
+IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_compiled", "tuneloop_cg")
 MODELS = ("bert-base", "minilm")
 # dense bf16 tensor-core peaks (TFLOP/s) from NVIDIA's data sheets, without sparsity
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H100": 756.0,
@@ -100,7 +102,7 @@ def command(impl: str, model_dir: str, seed: int, args, report: str, run_dir: st
         script = "baseline_chapter.py" if impl == "chapter" else "trainer_peer.py"
         return [sys.executable, os.path.join(HERE, script), "--data-dir", args.data_dir, "--model", model_dir,
                 "--seed", str(seed), "--output", report, *common, *(["--best-flags"] if impl == "trainer" else [])]
-    extra = {"tuneloop": [], "tuneloop_eager": ["--compile", "no"], "tuneloop_cg": ["--compile", "reduce-overhead"]}
+    extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"], "tuneloop_cg": ["--compile", "reduce-overhead"]}
     return [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
             model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--output-dir", run_dir, "--quiet",
             "--no-report", "--calibrate", "none", *common, *extra[impl], *shlex.split(args.tuneloop_args)]
