@@ -123,16 +123,46 @@ def test_every_family_trains_predicts_exports_and_loads(key, pairs, tmp_path_fac
         assert saved["pad_token_id"] is not None
 
 
-@pytest.mark.parametrize("key", ["deberta-v2", "qwen2"])
-def test_a_plain_pipeline_reads_the_saved_folder(key, pairs, tmp_path_factory, tmp_path):
+@pytest.mark.parametrize("key", ["deberta-v2", "qwen2", "llama"])
+def test_a_plain_pipeline_reads_the_saved_folder_as_tuneloop_does(key, pairs, tmp_path_factory, tmp_path):
+    """The saved folder is self-describing: a plain pipeline given pairs gives tuneloop's probabilities (a Qwen
+    tokenizer runs the two texts together; tuneloop writes a separator into its pair template)."""
     from transformers import pipeline
 
     out = tmp_path / "run"
     tuneloop.train(**fast_options(str(family_folder(key, tmp_path_factory)), epochs=1), task="mrpc",
                    data_dir=str(pairs), output_dir=str(out))
-    classify = pipeline("text-classification", model=str(out / "model"))
-    answers = classify([{"text": "the cat", "text_pair": "a alpha cat"}, {"text": "dog", "text_pair": "beta"}])
-    assert all(a["label"] in ("equivalent", "not_equivalent") for a in answers)
+    rows = [("the cat", "a alpha cat"), ("dog", "beta")]
+    classify = pipeline("text-classification", model=str(out / "model"), top_k=None)
+    answers = classify([{"text": a, "text_pair": b} for a, b in rows])
+    with tuneloop.load(out) as clf:
+        ours, labels = clf.predict_proba(rows, raw=True), clf.labels
+    theirs = [[{d["label"]: d["score"] for d in row}[name] for name in labels] for row in answers]
+    assert np.allclose(theirs, ours, atol=1e-5)
+    written = tmp_path / "evaluation.json"                            # the CLI takes the run folder too
+    assert main(["evaluate", "--model", str(out), "--raw", "--output", str(written), "--quiet"]) == 0
+    with tuneloop.load(out) as clf:
+        assert json.loads(written.read_text())["eval"]["loss"] == pytest.approx(clf.evaluate(raw=True)["eval"]["loss"])
+
+
+@pytest.mark.parametrize("key", ALL)
+def test_pairs_are_separated_for_every_family_and_stay_so_when_saved(key, tmp_path_factory, tmp_path):
+    from transformers import AutoTokenizer
+
+    from tuneloop.data.tokenize import pair_is_separated
+    from tuneloop.model.tokenizer import ensure_pair_separator, load_tokenizer
+
+    folder = str(family_folder(key, tmp_path_factory))
+    runs_together = not pair_is_separated(AutoTokenizer.from_pretrained(folder))
+    assert runs_together == (key in ("qwen2", "qwen3"))              # as these tokenizers ship
+    tokenizer = load_tokenizer(folder)
+    assert pair_is_separated(tokenizer) and ensure_pair_separator(tokenizer) is None   # done once
+    single, pair = tokenizer("the cat")["input_ids"], tokenizer("the cat", "a dog")["input_ids"]
+    tokenizer.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert again("the cat")["input_ids"] == single and again("the cat", "a dog")["input_ids"] == pair
+    if runs_together:
+        assert again.convert_ids_to_tokens(pair)[len(single)] == "Ċ"    # the newline between the texts
 
 
 def test_an_explicit_attention_the_model_cannot_run_is_one_line(pairs, tmp_path_factory, tmp_path, capsys):

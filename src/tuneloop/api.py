@@ -39,6 +39,6 @@ def notebook_train(config: TrainConfig | None = None, num_processes: int | None 
 def load(path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32") -> "Classifier":
     """A trained model as a `Classifier`: a tuneloop model folder (RUN/model), a run folder, a plain transformers
     folder, or a folder `tuneloop export` wrote. `predict`, `predict_proba` and `evaluate` use it; it loads once."""
-    from .predict.classifier import Classifier, model_folder
+    from .predict.classifier import Classifier
 
-    return Classifier.load(model_folder(path), cpu=cpu, precision=precision)
+    return Classifier.load(path, cpu=cpu, precision=precision)

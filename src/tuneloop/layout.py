@@ -29,6 +29,7 @@ TRIALS_DIR = "trials"
 STUDY_JOURNAL = "study.journal"
 
 MODEL_CONFIG_FILE = "config.json"       # a transformers model folder
+ADAPTER_CONFIG_FILE = "adapter_config.json"       # peft's, in a --lora model folder
 METADATA_FILE = "tuneloop.json"         # beside a saved model: text columns, labels, text policy, decision rule
 ONNX_FILE = "model.onnx"                # an exported folder
 EXPORT_REPORT_FILE = "export_report.json"

@@ -82,7 +82,7 @@ def add_evaluate(sub) -> None:
         formatter_class=_formatter,
         description="Evaluate a saved model. Without data options it uses the validation data recorded with the model.",
     )
-    p.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    p.add_argument("--model", required=True, metavar="DIR", help="a run folder or a saved model folder (RUN/model)")
     p.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
     p.add_argument(
         "--raw",
@@ -103,7 +103,7 @@ def add_predict(sub) -> None:
         'text(s) for one example: tuneloop predict --model DIR "first" ["second"]',
     )
     p.add_argument("texts", nargs="*", metavar="TEXT", help="one example: its text, or its two texts")
-    p.add_argument("--model", required=True, metavar="DIR", help="a saved model folder (e.g. RUN/model)")
+    p.add_argument("--model", required=True, metavar="DIR", help="a run folder or a saved model folder (RUN/model)")
     p.add_argument("--input", metavar="FILE", help="file to label; text columns as the model's or detected")
     p.add_argument(
         "--output",
@@ -224,7 +224,7 @@ def add_serve(sub) -> None:
         "GET /metadata, GET /stats. Requests are batched (up to --max-batch-size rows or "
         "--max-wait-ms) and run on PyTorch, or ONNX Runtime for an exported folder.",
     )
-    p.add_argument("model", metavar="MODEL_DIR", help="a model folder (RUN/model) or an exported one")
+    p.add_argument("model", metavar="MODEL_DIR", help="a run folder, a model folder (RUN/model) or an exported one")
     p.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="(default: 8000)")
     p.add_argument("--max-batch-size", type=int, default=32, metavar="N", help="rows per batch (default: 32)")

@@ -12,13 +12,16 @@ from .labels import LabelEncoder
 from .long_texts import TextPolicy, cut
 from .sources import unwrapped_data_errors
 
-PAIR_JOIN = "\n"               # between the two texts of a pair when the tokenizer has no separator token
+PAIR_JOIN = "\n"               # between the two texts of a pair when the tokenizer's pair encoding has nothing
 
 
-def joins_pairs(tokenizer) -> bool:
-    """Pairs become one text when the tokenizer has no separator token (decoder LLMs: their pair template runs
-    the two texts together with nothing between)."""
-    return getattr(tokenizer, "sep_token", None) is None
+def pair_is_separated(tokenizer) -> bool:
+    """Whether the tokenizer puts something between the two texts of a pair (BERT's [SEP], Llama's BOS, the newline
+    model/tokenizer.ensure_pair_separator writes into a decoder's pair template); Qwen's runs them together."""
+    a = tokenizer("first", add_special_tokens=False)["input_ids"]
+    b = tokenizer("second", add_special_tokens=False)["input_ids"]
+    both, joined = tokenizer("first", "second")["input_ids"], a + b
+    return not any(both[i:i + len(joined)] == joined for i in range(len(both) - len(joined) + 1))
 
 
 class Tokenize:
@@ -28,12 +31,15 @@ class Tokenize:
 
     def __init__(self, tokenizer, policy: TextPolicy, pair: bool, encoder: LabelEncoder | None):
         self.tokenizer, self.policy, self.pair, self.encoder = tokenizer, policy, pair, encoder
+        # a tokenizer whose pair template cannot be given a separator (no `tokenizers` backend): one text a line
+        # apart, so the two texts never run together
+        self.join = pair and not pair_is_separated(tokenizer)
 
     def __call__(self, batch):
         second = batch["text_b"] if self.pair else None
         if second is not None and any(t is None for t in second):
             second = [t or "" for t in second]
-        if second is not None and joins_pairs(self.tokenizer):      # no separator token: one text, a line apart
+        if second is not None and self.join:
             batch = {**batch, "text_a": [a + PAIR_JOIN + b for a, b in zip(batch["text_a"], second)]}
             second = None
         labels = [self.encoder(raw, pos) for raw, pos in zip(batch["label"], batch["pos"])] if self.encoder \

@@ -13,15 +13,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..exceptions import ConfigError, TuneloopError
+from ..layout import ADAPTER_CONFIG_FILE
 
-ADAPTER_CONFIG = "adapter_config.json"
 # families peft has no default for: their attention's query and value projections
 TARGETS = {"distilbert": ["q_lin", "v_lin"], "albert": ["query", "value"], "mpnet": ["q", "v"],
            "modernbert": ["Wqkv"]}
 
 
 def is_adapter_folder(folder) -> bool:
-    return (Path(folder) / ADAPTER_CONFIG).is_file()
+    return (Path(folder) / ADAPTER_CONFIG_FILE).is_file()
 
 
 def new_modules(missing_keys: list[str], model) -> list[str]:

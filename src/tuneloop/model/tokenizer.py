@@ -1,11 +1,13 @@
 """Tokenizers: loaded from the model's folder (or the Hub) and checked before anything is written: the tokenizer
 files are there, its ids fit the model's embeddings, and it can pad (decoders ship without a pad token: EOS pads,
-written into tokenizer and config)."""
+written into tokenizer and config) and separate the texts of a pair (a newline token written into the pair
+template of decoders that run them together, so a plain `pipeline` on the saved folder reads pairs the same way)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..data.tokenize import PAIR_JOIN, pair_is_separated
 from ..exceptions import TuneloopError
 from .loading import load_error, resolve_model
 
@@ -34,7 +36,50 @@ def load_tokenizer(name: str):
     except (OSError, ValueError) as e:
         raise load_error(name, "tokenizer", e) from None
     ensure_pad_token(tokenizer, name)
+    ensure_pair_separator(tokenizer)
     return tokenizer
+
+
+def ensure_pair_separator(tokenizer) -> str | None:
+    """Give a tokenizer whose pair encoding runs the two texts together (Qwen's: `$A $B`) a separator in its pair
+    template: its newline token (else EOS), `… $A <newline> $B …`. Returns the token it put there, None when the
+    pair was separated already or the tokenizer has no `tokenizers` backend (data/tokenize then joins the two
+    texts a line apart). Saved with the tokenizer, so every reader of the folder encodes pairs alike."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or pair_is_separated(tokenizer):
+        return None
+    token = tokenizer.convert_ids_to_tokens(tokenizer(PAIR_JOIN, add_special_tokens=False)["input_ids"][-1:])
+    token = token[0] if token and token[0] != tokenizer.unk_token else tokenizer.eos_token
+    if token is None:
+        return None
+    state = json.loads(backend.to_str())
+    processor = state.get("post_processor")
+    if processor is None or processor.get("type") == "Sequence":
+        steps = (processor or {}).get("processors", [])
+    else:
+        steps = [processor]
+    templates = [step for step in steps if step.get("type") == "TemplateProcessing"]
+    if not templates:
+        templates = [{"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}}],
+                      "special_tokens": {}}]
+        steps = steps + templates
+    template = templates[0]
+    template["pair"] = []
+    for item in template["single"]:
+        if item.get("Sequence", {}).get("id") == "A":
+            template["pair"] += [item, {"SpecialToken": {"id": token, "type_id": 0}},
+                                 {"Sequence": {"id": "B", "type_id": 1}}]
+        else:
+            template["pair"].append(item)
+    template["special_tokens"][token] = {"id": token, "ids": [tokenizer.convert_tokens_to_ids(token)],
+                                         "tokens": [token]}
+    state["post_processor"] = {"type": "Sequence", "processors": steps} if len(steps) > 1 else steps[0]
+    backend.post_processor = Tokenizer.from_str(json.dumps(state)).post_processor
+    return token
 
 
 def ensure_pad_token(tokenizer, name: str = "the model") -> str | None:

@@ -23,7 +23,7 @@ from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import MODEL_CONFIG_FILE, MODEL_DIR
+from ..layout import ADAPTER_CONFIG_FILE, MODEL_CONFIG_FILE, MODEL_DIR
 from ..model.loading import read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
@@ -63,14 +63,14 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
 
 def model_folder(path: str | os.PathLike) -> Path:
     """A run folder's final model (RUN/model), or `path` itself (a model folder, or a Hub id)."""
-    path = Path(path)
-    return path / MODEL_DIR if (path / MODEL_DIR / MODEL_CONFIG_FILE).is_file() else path
+    path, inner = Path(path), Path(path) / MODEL_DIR
+    return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 
 def _adapter_base(path: str) -> str:
     import json
 
-    return json.loads((Path(path) / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+    return json.loads((Path(path) / ADAPTER_CONFIG_FILE).read_text(encoding="utf-8"))["base_model_name_or_path"]
 
 
 class Classifier(contextlib.AbstractContextManager):
@@ -102,7 +102,7 @@ class Classifier(contextlib.AbstractContextManager):
             raise TuneloopError(f"precision: one of {', '.join(PRECISIONS)}, got {precision!r}")
         from ..runtime.process import library_output
 
-        model_dir = str(path)
+        model_dir = str(model_folder(path))              # a run folder reads as its model/
         resolved = resolve_model(model_dir)
         meta = read_metadata(resolved)
         with library_output(quiet=True):         # no load reports or weight bars; the settings are given back
