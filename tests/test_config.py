@@ -153,7 +153,7 @@ def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
     ({"eval_every": "x/epoch"}, r"--eval-every: must be a number of steps \(>= 1\) or K/epoch"),
     ({"eval_every": "0"}, r"--eval-every"),
     ({"recipe": "slow"}, r"--recipe: unknown value 'slow'"),
-    ({"learning_rate": 1e-4}, r"unknown option\(s\) learning_rate"),
+    ({"learning_rate": 1e-4}, r"unknown option\(s\) 'learning_rate'"),
 ])
 def test_resolution_refuses_before_reading_any_data(options, message):
     from tuneloop.config.resolve import resolve_config

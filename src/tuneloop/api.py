@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .config.options import TrainConfig
@@ -12,21 +13,59 @@ if TYPE_CHECKING:
     from .predict.classifier import Classifier
 
 
-def train(config: TrainConfig | str | os.PathLike | None = None, *, on_step: Callable | None = None,
-          **options) -> dict:
-    """Fine-tune, evaluate and save; returns what results.json holds. `config`: a TrainConfig, or a YAML file of
-    options (as `tuneloop train --config FILE`); keywords are options like the CLI's flags (`train(epochs=1)`)
-    and win over both. With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and the summary
-    (summary.json's contents) instead. `on_step(state)` is called after every optimizer step."""
+class TrainResult(dict):
+    """What results.json holds (summary.json's for seeds and folds), as a dict, plus `output_dir` and
+    `classifier`: the saved model loaded as a Classifier (loaded once, on first use)."""
+
+    def __init__(self, results: dict, output_dir: str):
+        super().__init__(results)
+        self.output_dir = output_dir
+        self._classifier = None
+
+    @property
+    def classifier(self) -> "Classifier":
+        if self._classifier is None:
+            from .exceptions import TuneloopError
+            from .layout import MODEL_DIR
+
+            if not (Path(self.output_dir) / MODEL_DIR).is_dir():     # seeds and folds copy their best run's here
+                raise TuneloopError(f"{self.output_dir}: no saved model to load (the run saved none)")
+            self._classifier = load(self.output_dir)
+        return self._classifier
+
+
+def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, validation=None, test=None,
+          on_step: Callable | None = None, **options) -> TrainResult:
+    """Fine-tune, evaluate and save; returns what results.json holds (a TrainResult: a dict with `.classifier`
+    and `.output_dir`). `config`: a TrainConfig, or a YAML file of options (as `tuneloop train --config FILE`);
+    keywords are options like the CLI's flags (`train(epochs=1)`) and win over both. `train=`, `validation=`,
+    `test=`: data from Python — a pandas DataFrame, a datasets.Dataset (a DatasetDict gives its "train" and,
+    unless `validation=` is given, "validation" splits) or `(texts, labels)` with texts as strings or
+    (first, second) pairs — read like files (columns detected unless `text_columns=`/`label_column=` name them).
+    With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and the summary (summary.json's contents)
+    instead. `on_step(state)` is called after every optimizer step."""
     from .config.resolve import resolve_config
+    from .data.memory import as_table
     from .experiments.runs import is_experiment, run_experiment
     from .training.loop import run_training
 
+    if not (config is None or isinstance(config, (TrainConfig, str, os.PathLike))):
+        from .exceptions import ConfigError
+
+        raise ConfigError(f"tuneloop.train: the first argument is a TrainConfig or a YAML file, got "
+                          f"{type(config).__name__}; pass data as train=... (e.g. train=df)")
+    if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train:
+        validation = train["validation"]
+    for name, data in (("train_file", as_table(train, "train")), ("validation_file", as_table(validation, "validation")),
+                       ("test_file", as_table(test, "test"))):
+        if data is not None:
+            options[name] = str(data) if isinstance(data, os.PathLike) else data
     if isinstance(config, (str, os.PathLike)):
         resolved = resolve_config(config_file=str(config), **options)
     else:
         resolved = resolve_config(config, **options)
-    return run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
+    results = run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
+    return TrainResult(results, resolved.output_dir)
 
 
 def notebook_train(config: TrainConfig | None = None, num_processes: int | None = None, **options) -> dict:

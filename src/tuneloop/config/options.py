@@ -40,6 +40,8 @@ DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
 SERVE_PRECISIONS = ("auto", "fp32", "bf16")          # tuneloop serve --precision (deploy/serve.py)
+DATA_FILES = ("train_file", "validation_file", "test_file")   # a path, or a table from Python (data/memory.py)
+FROM_PYTHON = ("train=", "validation=", "test=")              # how such a table is recorded (Table.__str__)
 GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
 
 
@@ -319,16 +321,24 @@ class TrainConfig:
         if self.data_dir is not None and self.data_dir != "sample":
             need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder")
             need(self.task is not None, "data_dir", "a GLUE folder needs --task to say which task it holds")
-        for name in ("train_file", "validation_file", "test_file"):
+        for name in DATA_FILES:
             path = getattr(self, name)
-            if path is not None:
+            if isinstance(path, str) and path.startswith(FROM_PYTHON):     # config.yaml of a run fed from Python
+                raise ConfigError(f"{name}: the data was {path}, a table from Python: pass it again "
+                                  "(clf.evaluate(df); tuneloop.train(train=..., resume=...)) or give a file")
+            if isinstance(path, (str, os.PathLike)):                      # else a table from Python (data/memory)
                 need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
         if self.data_dir and (self.train_file or self.validation_file):
             raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
         return self
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """Plain values (config.yaml, results.json): a table from Python is recorded by its description."""
+        values = dataclasses.asdict(self)
+        for name in DATA_FILES:
+            if values[name] is not None and not isinstance(values[name], str):
+                values[name] = str(values[name])
+        return values
 
     def replace(self, **changes) -> "TrainConfig":
         return dataclasses.replace(self, **changes)

@@ -61,12 +61,27 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     user.update(options)
     unknown = set(user) - set(TrainConfig.__dataclass_fields__)
     if unknown:
-        raise ConfigError(f"unknown option(s) {', '.join(sorted(unknown))}; see `tuneloop train --help`")
+        raise ConfigError(unknown_options_message(unknown))
+    if isinstance(user.get("text_columns"), str):          # text_columns="review" from Python: one column
+        user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
     below = saved_run_options(user)
     layers = {**below, **user}
     values = {**preset(layers.get("recipe", "none")), **layers}
     resolved = fill_defaults(TrainConfig(**values))
     return (for_this_machine(resolved) if machine else resolved).validate()
+
+
+def unknown_options_message(unknown) -> str:
+    """Names the nearest real option of each unknown one, for Python keywords and YAML keys alike."""
+    import difflib
+
+    fields = list(TrainConfig.__dataclass_fields__)
+    named = []
+    for key in sorted(unknown):
+        near = difflib.get_close_matches(key, fields, n=1)
+        named.append(f"{key!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
+    return (f"unknown option(s) {', '.join(named)}; the options are TrainConfig's fields: "
+            "help(tuneloop.TrainConfig), or `tuneloop train --help` for their flags")
 
 
 def fill_defaults(config: TrainConfig) -> TrainConfig:

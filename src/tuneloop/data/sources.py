@@ -15,6 +15,7 @@ from typing import Iterator, Optional
 
 from ..exceptions import DataError
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
+from .memory import Table
 from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
@@ -34,26 +35,49 @@ def _label_text(value) -> Optional[str]:
     return str(value).strip()
 
 
+def _same_kind(seen: dict, value, where, word, position, column) -> dict:
+    """Labels from Python keep their types: numbers and texts mixed in one column ([1, "yes", 0]) would become
+    three classes as text; the first label of another kind is an error naming its row."""
+    if value is None or isinstance(value, (list, tuple)):
+        return seen
+    kind = "a number" if isinstance(value, (int, float)) else "a text"
+    if not seen:
+        return {"kind": kind, "value": value, "position": position}
+    if kind != seen["kind"]:
+        raise DataError(f"{where}: {word} {position}: label {value!r} in column {column!r} is {kind} but the label "
+                        f"of {word} {seen['position']} ({seen['value']!r}) is {seen['kind']}; give labels of one "
+                        "type")
+    return seen
+
+
 _reads_started = 0  # times _canonical_rows has run: a read served from the Arrow cache does not run it
 
 
-def _canonical_rows(path: str, names, text, label, id_col, need_label) -> Iterator[dict]:
+def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[dict]:
     global _reads_started
     _reads_started += 1
-    for idx, (position, row) in enumerate(iter_rows(path, names)):
+    where, word = (str(path), path.position_word) if isinstance(path, Table) else (path, position_word(path))
+    rows = path.rows() if isinstance(path, Table) else iter_rows(path, names)
+    label_kinds: dict = {}
+    for idx, (position, row) in enumerate(rows):
         texts = []
         for column in text:
             value = row.get(column)
             if value is None or isinstance(value, float):
-                raise DataError(f"{path}: {position_word(path)} {position}: column {column!r} has no text (got "
-                                f"{value!r})")
-            texts.append(str(value))
+                raise DataError(f"{where}: {word} {position}: column {column!r} has no text (got {value!r})")
+            value = str(value)
+            if not value.strip():
+                raise DataError(f"{where}: {word} {position}: column {column!r} is empty; fill it in or drop the "
+                                "row (an empty text would be trained on as if it said something)")
+            texts.append(value)
+        if label and isinstance(path, Table):
+            label_kinds = _same_kind(label_kinds, row.get(label), where, word, position, label)
         raw_label = _label_text(row.get(label)) if label else None
         if need_label and not raw_label:
-            raise DataError(f"{path}: {position_word(path)} {position}: empty label in column {label!r}; every "
+            raise DataError(f"{where}: {word} {position}: empty label in column {label!r}; every "
                             "training/evaluation example needs one")
-        yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx), "text_a": texts[0],
-               "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
+        yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
+               "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
 
 
 def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,
@@ -63,10 +87,14 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     import datasets
     from datasets.fingerprint import Hasher
 
-    stat = os.stat(path)
-    gen_kwargs = dict(path=str(Path(path).resolve()), names=names, text=columns.text, label=columns.label,
-                      id_col=columns.id, need_label=need_label)
-    fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
+    gen_kwargs = dict(names=names, text=columns.text, label=columns.label, id_col=columns.id, need_label=need_label)
+    if isinstance(path, Table):                  # in memory: cached by its content
+        fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, path.fingerprint])
+        gen_kwargs["path"] = path
+    else:
+        stat = os.stat(path)
+        gen_kwargs["path"] = str(Path(path).resolve())
+        fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
     features = datasets.Features({"idx": datasets.Value("int64"), "pos": datasets.Value("int64"),
                                   "id": datasets.Value("string"),
                                   "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
@@ -191,7 +219,8 @@ def load_glue_hub(spec: TaskSpec, with_train: bool = True, with_test: bool = Fal
 def load_user_files(train_file: str | None, validation_file: str | None, test_file: str | None,
                     text_columns: list[str] | None, label_column: str | None,
                     known_text: tuple[str, ...] | None = None) -> RawData:
-    """The user's own files; columns are detected on the first file and must exist in the others."""
+    """The user's own files (or tables from Python: data/memory.py); columns are detected on the first and must
+    exist in the others."""
     text = list(known_text) if known_text else text_columns
     label = label_column
     tables, source, stats = {}, {}, {}
@@ -200,14 +229,28 @@ def load_user_files(train_file: str | None, validation_file: str | None, test_fi
                                     ("test", test_file, False)):
         if not path:
             continue
-        available = file_columns(path)
-        columns = detect_columns(path, available, text, label, need_label)
+        if isinstance(path, Table):
+            columns = _python_words(lambda: detect_columns(str(path), path.columns, text, label, need_label))
+        else:
+            columns = detect_columns(path, file_columns(path), text, label, need_label)
         text, label = list(columns.text), columns.label or label
         tables[split] = read_table(path, columns, need_label=need_label, split=split, stats=stats)
-        source[split] = path
+        source[split] = str(path)
     text_cols = tuple(text or ())
     return RawData(tables.get("train"), {"validation": tables["validation"]} if "validation" in tables else {},
                    {"test": tables["test"]} if "test" in tables else {}, text_cols, source, stats)
+
+
+def _python_words(detect):
+    """Column errors about a table from Python name the keyword, not the flag."""
+    try:
+        return detect()
+    except DataError as e:
+        raise DataError(str(e).replace("--text-columns COLUMN or --text-columns FIRST,SECOND",
+                                       'text_columns=["COLUMN"] or text_columns=["FIRST", "SECOND"]')
+                        .replace("--text-columns", "text_columns=").replace("--label-column COLUMN",
+                                                                            'label_column="COLUMN"')
+                        .replace("--label-column", "label_column=")) from None
 
 
 def resolve_data_dir(data_dir: str | None) -> str | None:

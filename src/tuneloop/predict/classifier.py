@@ -177,10 +177,17 @@ class Classifier(contextlib.AbstractContextManager):
                 "decision_rule_text": rule.describe() if rule else "raw scores"}
 
     # -- texts in memory ---------------------------------------------------------------------------------------
-    def predict(self, texts, *, raw: bool = False):
+    def predict(self, texts, *, raw: bool = False, text_columns=None):
         """Predictions under the saved decision rule (`raw=True`: plain softmax/sigmoid and argmax). `texts`: a
         text, a (first, second) pair, or a list of either; returns one row — {"label", "probabilities"} ({"score"}
-        for regression) — for a single input, a list of rows for a list."""
+        for regression) — for a single input, a list of rows for a list. A pandas DataFrame (or Series) gives a
+        DataFrame on its index: `label` (or `score`), `prob_<class>` per class, `decision_rule`; its text columns
+        are the model's own, its only one(s), or `text_columns`."""
+        from .frames import as_frame, frame_items, is_frame
+
+        if is_frame(texts):
+            items = self._checked(frame_items(texts, self.text_columns, self.pair, text_columns))
+            return as_frame(self.table_rows(range(len(items)), self.logits(items), raw=raw), texts.index)
         items, single = self._items(texts)
         rows = self.rows(self.logits(items), raw=raw)
         return rows[0] if single else rows
@@ -189,7 +196,10 @@ class Classifier(contextlib.AbstractContextManager):
         """Class probabilities, a row per input and a column per label (in `labels` order)."""
         from .rows import probabilities
 
-        items, _ = self._items(texts)
+        from .frames import frame_items, is_frame
+
+        items = self._checked(frame_items(texts, self.text_columns, self.pair)) if is_frame(texts) else \
+            self._items(texts)[0]
         logits = self.logits(items)
         rule = self.decision_rule(raw)
         return rule.probabilities(logits) if rule is not None else probabilities(logits, self.problem_type)
@@ -289,14 +299,17 @@ class Classifier(contextlib.AbstractContextManager):
             finally:
                 self.accelerator = self._prepared = None
 
-    def evaluate(self, file: str | None = None, *, raw: bool = False, quiet: bool = True, output: str | None = None,
+    def evaluate(self, data=None, *, raw: bool = False, quiet: bool = True, output: str | None = None,
                  **data_options) -> dict:
-        """Metrics on a labeled file (`file`, or data options as `tuneloop evaluate` takes them; by default the
-        validation data recorded with the model), under the saved decision rule unless `raw`."""
+        """Metrics (`["eval"]`) and a per-class table (`["per_class"]`) on labeled data — a file, a pandas
+        DataFrame, a datasets.Dataset or (texts, labels); or data options as `tuneloop evaluate` takes them; by
+        default the validation data recorded with the model — under the saved decision rule unless `raw`."""
+        from ..data.memory import as_table
         from ..runtime.process import library_output
         from .evaluate import evaluation
 
-        if file is not None:
-            data_options["validation_file"] = str(file)
+        if data is not None:
+            table = as_table(data, "validation")
+            data_options["validation_file"] = str(table) if isinstance(table, os.PathLike) else table
         with library_output(quiet):
             return evaluation(self, {**data_options, "quiet": quiet}, output, raw)[0]

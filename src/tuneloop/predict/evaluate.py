@@ -37,6 +37,7 @@ def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = Fals
     """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two."""
     from ..data.batching import eval_loader, make_collator
     from ..evaluation.inference import evaluate
+    from ..evaluation.metrics import per_class
 
     config = data_config_for(clf, overrides)
     with clf._accelerated() as (model, accelerator):
@@ -62,6 +63,10 @@ def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = Fals
                    "decision_rule": rule.describe() if rule is not None else "raw scores: argmax / 0.5"}
         if len(per_split) > 1:
             results["eval_splits"] = per_split
+        first_logits, first_gold = next(iter(result.outputs.values()))
+        classes = per_class(first_logits, first_gold, labels)      # precision, recall, F1, support per class
+        if classes is not None:
+            results["per_class"] = classes
         if output and accelerator.is_main_process:
             atomic_write_json(output, results)
         return results, result

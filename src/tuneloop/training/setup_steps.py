@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+import os
 from pathlib import Path
 
 from .. import tasks
@@ -227,14 +228,21 @@ def setup_dynamics(data: PreparedData, plan: Plan, accelerator, resumed_from: st
     return dynamics
 
 
+def _where(data) -> str | None:
+    """A data file's absolute path, or how a table from Python is described (data/memory.py)."""
+    if data is None:
+        return None
+    return str(Path(data).resolve()) if isinstance(data, (str, os.PathLike)) else str(data)
+
+
 def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: str) -> dict:
     """model/tuneloop.json: what evaluate/predict need to use the model without repeating options."""
     data_source = {"task": config.task, "data_dir": str(Path(resolve_data_dir(config.data_dir)).resolve())
                    if config.data_dir else None,
-                   "validation_file": str(Path(config.validation_file).resolve()) if config.validation_file else None,
+                   "validation_file": _where(config.validation_file),
                    "text_columns": config.text_columns, "label_column": config.label_column}
     if holds_out_validation(config):             # evaluate holds out the same rows again (data/split.py)
-        data_source.update(train_file=str(Path(config.train_file).resolve()), validation_split=config.validation_split,
+        data_source.update(train_file=_where(config.train_file), validation_split=config.validation_split,
                            split_seed=config.split_seed)
     return {"tuneloop_version": __version__, "task": config.task, "text_columns": list(data.text_columns),
             "labels": data.labels.to_dict(), "max_length": config.max_length, "base_model": config.model,

@@ -1,0 +1,135 @@
+"""Data from Python: a pandas DataFrame, a 🤗 `datasets.Dataset` (or a `DatasetDict`'s split), or a pair of lists
+`(texts, labels)` — texts as strings or `(first, second)` pairs — held as a `Table` that data/sources.py reads
+like a file: the same column detection, label handling, errors (naming the DataFrame's row and column) and Arrow
+cache (keyed by the content instead of a file's size and time)."""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+from ..exceptions import DataError
+
+PAIR_COLUMNS = ("text", "text_pair")          # the columns a (texts, labels) pair of lists becomes
+
+
+class Table:
+    """Rows held in memory, with what a file would tell: column names, rows with their position (a DataFrame's
+    index label, else 1-based), a name for messages, and a fingerprint of the content."""
+
+    position_word = "row"          # a DataFrame's row is named by its index label (df.loc[...]), others from 1
+
+    def __init__(self, split: str, kind: str, columns: list[str], rows: list[tuple[object, dict]]):
+        self.split, self.kind, self.columns, self._rows = split, kind, columns, rows
+        self._fingerprint = None
+
+    def rows(self) -> Iterator[tuple[object, dict]]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __str__(self) -> str:             # how messages, config.yaml and reports name it
+        word = {"train": "train=", "validation": "validation=", "test": "test="}.get(self.split, f"{self.split}=")
+        return f"{word} ({self.kind}, {len(self)} rows)"
+
+    __repr__ = __str__
+
+    def __deepcopy__(self, memo) -> "Table":           # dataclasses.asdict copies configs: the rows are read-only
+        return self
+
+    @property
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            from datasets.fingerprint import Hasher
+
+            self._fingerprint = Hasher.hash([self.split, self.columns, self._rows])
+        return self._fingerprint
+
+
+def _plain(value):
+    """A cell as a plain Python value (numpy scalars, pandas NA and NaN become Python values / None)."""
+    if value is None:
+        return None
+    try:
+        import pandas as pd
+
+        if value is pd.NA or value is pd.NaT:
+            return None
+    except ImportError:
+        pass
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):
+        try:
+            value = value.item()
+        except (ValueError, AttributeError):
+            pass
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _from_frame(df, split: str) -> Table:
+    columns = [str(c) for c in df.columns]
+    if len(set(columns)) != len(columns):
+        raise DataError(f"{split}=: the DataFrame has repeated column names ({', '.join(columns)}); rename them")
+    records = df.to_dict("records")
+    labels = [_plain(index) for index in df.index]
+    by_index = all(isinstance(x, int) and not isinstance(x, bool) for x in labels)   # errors name df.loc[...]
+    rows = [(label if by_index else i, {str(k): _plain(v) for k, v in record.items()})
+            for i, (label, record) in enumerate(zip(labels, records), start=1)]
+    return Table(split, "DataFrame" if by_index else "DataFrame, rows counted from 1", columns, rows)
+
+
+def _from_dataset(ds, split: str) -> Table:
+    features = getattr(ds, "features", {}) or {}
+    names = {c: f.names for c, f in features.items() if hasattr(f, "names") and hasattr(f, "int2str")}
+    rows = []
+    for i, record in enumerate(ds, start=1):
+        row = {}
+        for column, value in record.items():
+            value = _plain(value)
+            if column in names and isinstance(value, int) and 0 <= value < len(names[column]):
+                value = names[column][value]        # a ClassLabel: the class's name, as a user would write it
+            row[column] = value
+        rows.append((i, row))
+    return Table(split, "Dataset", list(ds.column_names), rows)
+
+
+def _from_lists(data, split: str) -> Table:
+    texts, labels = data
+    texts, labels = list(texts), (list(labels) if labels is not None else None)
+    if labels is not None and len(texts) != len(labels):
+        raise DataError(f"{split}=: {len(texts)} texts but {len(labels)} labels; give one label per text")
+    pairs = bool(texts) and all(isinstance(t, (tuple, list)) for t in texts)
+    if pairs and any(len(t) != 2 for t in texts):
+        bad = next(i for i, t in enumerate(texts, start=1) if len(t) != 2)
+        raise DataError(f"{split}=: text {bad} has {len(texts[bad - 1])} parts; give a text or a (first, second) pair")
+    columns = list(PAIR_COLUMNS if pairs else PAIR_COLUMNS[:1]) + (["label"] if labels is not None else [])
+    rows = []
+    for i, text in enumerate(texts, start=1):
+        row = dict(zip(PAIR_COLUMNS, [_plain(t) for t in text])) if pairs else {"text": _plain(text)}
+        if labels is not None:
+            row["label"] = _plain(labels[i - 1])
+        rows.append((i, row))
+    return Table(split, "lists", columns, rows)
+
+
+def as_table(data, split: str):
+    """`data` as a Table (a path or None is returned as it is: files are data/sources.py's own)."""
+    if data is None or isinstance(data, (str, Table)) or hasattr(data, "__fspath__"):
+        return data
+    kind = type(data).__name__
+    if kind == "DatasetDict":
+        if split not in data:
+            raise DataError(f"{split}=: the DatasetDict has no {split!r} split (splits: {', '.join(data)}); pass "
+                            f"the split itself, e.g. {split}=dataset['{next(iter(data), 'train')}']")
+        data, kind = data[split], "Dataset"
+    if hasattr(data, "to_dict") and hasattr(data, "columns") and hasattr(data, "index"):
+        return _from_frame(data, split)
+    if kind in ("Dataset", "IterableDataset") and hasattr(data, "column_names"):
+        return _from_dataset(data, split)
+    if isinstance(data, (tuple, list)) and len(data) == 2 and not isinstance(data[0], str) \
+            and hasattr(data[0], "__len__"):
+        return _from_lists(data, split)
+    raise DataError(f"{split}=: expected a pandas DataFrame, a datasets.Dataset/DatasetDict, (texts, labels) or a "
+                    f"file path; got {kind}")

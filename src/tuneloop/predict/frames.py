@@ -1,0 +1,54 @@
+"""pandas in and out of a Classifier: which columns of a DataFrame (or a Series) hold the texts, and predictions
+as a DataFrame with the input's index, `label` (or `score`) and one `prob_<class>` column per class."""
+
+from __future__ import annotations
+
+from ..exceptions import TuneloopError
+
+
+def is_frame(data) -> bool:
+    return type(data).__name__ in ("DataFrame", "Series") and hasattr(data, "index")
+
+
+def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -> list[str]:
+    """The model's own text columns when the frame has them, else its only one (two for a pair model)."""
+    columns = [str(c) for c in frame.columns]
+    if given:
+        names = [given] if isinstance(given, str) else list(given)
+        missing = [c for c in names if c not in columns]
+        if missing:
+            raise TuneloopError(f"text_columns: the DataFrame has no column {missing[0]!r} (columns: "
+                                f"{', '.join(columns)})")
+        return names
+    if recorded and set(recorded) <= set(columns):
+        return list(recorded)
+    want = 2 if pair else 1
+    if len(columns) == want or (pair is None and len(columns) in (1, 2)):
+        return columns
+    reads = f"the model reads {', '.join(recorded)}" if recorded else f"the model reads {want} text column(s)"
+    raise TuneloopError(f"DataFrame: cannot tell which columns hold the texts ({reads}; the frame has "
+                        f"{', '.join(columns)}); pass text_columns=[...]")
+
+
+def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> list[tuple[str, str | None]]:
+    """(text, second text or None) per row; an empty or missing cell is an error naming its row and column."""
+    if type(frame).__name__ == "Series":
+        frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
+    columns = text_columns_of(frame, recorded, pair, given)
+    items = []
+    for index, values in zip(frame.index, frame[columns].itertuples(index=False, name=None)):
+        for column, value in zip(columns, values):
+            if not isinstance(value, str) or not value.strip():
+                raise TuneloopError(f"DataFrame: row with index {index!r}: column {column!r} has no text (got "
+                                    f"{value!r})")
+        items.append((values[0], values[1] if len(values) > 1 else None))
+    if not items:
+        raise TuneloopError("DataFrame: no rows to predict")
+    return items
+
+
+def as_frame(flat_rows: list[dict], index):
+    """Prediction rows (predict/rows.prediction_rows) as a DataFrame on the input's index, without the id."""
+    import pandas as pd
+
+    return pd.DataFrame([{k: v for k, v in row.items() if k != "id"} for row in flat_rows], index=index)

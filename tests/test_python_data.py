@@ -1,0 +1,127 @@
+"""Data from Python: train= / validation= take a DataFrame, a datasets.Dataset (or DatasetDict) or (texts, labels)
+and train the same model as the equivalent CSV; a Classifier takes and gives DataFrames; bad input from Python
+gets the one-line errors files get, naming the row and the column."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import fast_options, keyword_pair
+
+import tuneloop
+from tuneloop.exceptions import ConfigError, DataError, TuneloopError
+
+
+def reviews(n: int, seed: int) -> pd.DataFrame:
+    rng = random.Random(seed)
+    rows = [keyword_pair(rng) for _ in range(n)]
+    return pd.DataFrame({"review": [f"{a} {b}" for _, a, b in rows],
+                         "stars": ["good" if label else "bad" for label, _, _ in rows]})
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return reviews(80, 0), reviews(30, 1)
+
+
+@pytest.fixture(scope="module")
+def from_csv(frames, tiny_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("from-csv")
+    train, dev = frames
+    train.to_csv(folder / "train.csv", index=False)
+    dev.to_csv(folder / "dev.csv", index=False)
+    return tuneloop.train(**fast_options(tiny_model, epochs=2), train_file=str(folder / "train.csv"),
+                          validation_file=str(folder / "dev.csv"), text_columns=["review"], label_column="stars",
+                          output_dir=str(folder / "run"))
+
+
+def test_a_dataframe_a_dataset_and_lists_train_the_model_a_csv_trains(frames, from_csv, tiny_model, tmp_path):
+    import datasets
+
+    train, dev = frames
+    options = fast_options(tiny_model, epochs=2)
+    got = {
+        "DataFrame": tuneloop.train(**options, train=train, validation=dev, text_columns="review",   # one name
+                                    label_column="stars", output_dir=str(tmp_path / "frame")),
+        "DatasetDict": tuneloop.train(**options, train=datasets.DatasetDict(
+            train=datasets.Dataset.from_pandas(train), validation=datasets.Dataset.from_pandas(dev)),
+            text_columns=["review"], label_column="stars", output_dir=str(tmp_path / "dataset")),
+        "lists": tuneloop.train(**options, train=(list(train.review), list(train.stars)),
+                                validation=(list(dev.review), list(dev.stars)), output_dir=str(tmp_path / "lists")),
+    }
+    for kind, result in got.items():
+        assert result["eval"] == pytest.approx(from_csv["eval"], abs=1e-6), kind
+    frame = got["DataFrame"]
+    assert frame.output_dir == str(tmp_path / "frame")
+    assert "train= (DataFrame, 80 rows)" in (tmp_path / "frame" / "config.yaml").read_text()
+    assert frame.classifier.labels == ["bad", "good"] and frame.classifier is frame.classifier   # loaded once
+
+
+def test_a_classifier_takes_and_gives_dataframes(frames, from_csv):
+    train, dev = frames
+    clf = from_csv.classifier
+    sample = dev.iloc[[3, 1, 7]].set_index(pd.Index([30, 10, 70]))
+    out = clf.predict(sample)
+    assert list(out.index) == [30, 10, 70]
+    assert list(out.columns) == ["label", "prob_bad", "prob_good", "decision_rule"]
+    rows = clf.predict(list(sample.review))
+    assert list(out.label) == [r["label"] for r in rows]
+    assert out.prob_good.tolist() == pytest.approx([r["probabilities"]["good"] for r in rows])
+    assert list(clf.predict(sample.review).label) == list(out.label)                 # a Series too
+    assert np.allclose(clf.predict_proba(sample), clf.predict_proba(list(sample.review)))
+    on_frame = clf.evaluate(dev)
+    assert on_frame["eval"] == pytest.approx(clf.evaluate()["eval"], abs=1e-6)      # the recorded dev file
+    assert set(on_frame["per_class"]) == {"bad", "good"}
+    assert sum(c["support"] for c in on_frame["per_class"].values()) == len(dev)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda df: df.assign(review=df.review.where(df.index != 5, "  ")),
+     "train= (DataFrame, 80 rows): row 5: column 'review' is empty"),
+    (lambda df: df.assign(review=df.review.where(df.index != 6, None)),
+     "train= (DataFrame, 80 rows): row 6: column 'review' has no text (got None)"),
+    (lambda df: df.assign(stars=df.stars.where(df.index != 7, float("nan"))),
+     "train= (DataFrame, 80 rows): row 7: empty label in column 'stars'"),
+    (lambda df: df.assign(stars=[1 if i == 4 else s for i, s in enumerate(df.stars)]),
+     "train= (DataFrame, 80 rows): row 4: label 1 in column 'stars' is a number but the label of row 0 ('good') "
+     "is a text; give labels of one type"),
+    (lambda df: df.rename(columns={"review": "text_body"}),
+     "train= (DataFrame, 80 rows): no text column 'review' (columns: text_body, stars); fix text_columns="),
+])
+def test_bad_input_from_python_is_one_line_naming_row_and_column(frames, tiny_model, tmp_path, change, message):
+    train, dev = frames
+    with pytest.raises(DataError) as caught:
+        tuneloop.train(**fast_options(tiny_model), train=change(train), validation=dev, text_columns=["review"],
+                       label_column="stars", output_dir=str(tmp_path / "run"))
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    assert not (tmp_path / "run").exists()                             # nothing written
+
+
+def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
+    train, _ = frames
+    with pytest.raises(ConfigError, match=r"the first argument is a TrainConfig or a YAML file, got DataFrame; "
+                                          r"pass data as train=\.\.\."):
+        tuneloop.train(train)
+    with pytest.raises(ConfigError, match=r"unknown option\(s\) 'epoch' \(did you mean 'epochs'\?\)"):
+        tuneloop.train(train=train, epoch=1)
+    with pytest.raises(DataError, match=r"train=: expected a pandas DataFrame, a datasets.Dataset/DatasetDict, "
+                                        r"\(texts, labels\) or a file path; got dict"):
+        tuneloop.train(train={"review": ["a"]})
+    with pytest.raises(DataError, match=r"train=: 3 texts but 2 labels"):
+        tuneloop.train(train=(["a", "b", "c"], [0, 1]))
+    with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):
+        tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}),
+                       text_columns=["review"], output_dir=str(tmp_path / "run"))
+
+
+def test_a_frame_the_classifier_cannot_read_is_one_line(from_csv, frames):
+    _, dev = frames
+    clf = from_csv.classifier
+    with pytest.raises(TuneloopError, match=r"cannot tell which columns hold the texts \(the model reads review; "
+                                            r"the frame has a, b\)"):
+        clf.predict(pd.DataFrame({"a": ["x"], "b": ["y"]}))
+    with pytest.raises(TuneloopError, match=r"row with index 2: column 'review' has no text \(got nan\)"):
+        clf.predict(dev.head(3).assign(review=["ok", "fine", float("nan")]))
