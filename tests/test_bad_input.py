@@ -148,3 +148,35 @@ def test_progress_in_a_log_file_is_plain_lines(tiny_model, shared_mrpc_dir, tmp_
     err = capfd.readouterr().err
     assert "\r" not in err and "Generating" not in err
     assert "step 6/6 (epoch 0.24): loss " in err and "samples/s, done" in err
+
+
+def test_a_hub_id_without_a_network_fails_in_seconds_not_a_minute(tmp_path, monkeypatch, capsys):
+    import socket
+    import time
+
+    from tuneloop.cli import main
+
+    with socket.socket() as s:                    # a port on this machine that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))      # an empty cache
+    started = time.monotonic()
+    assert main(["train", "--model", "someone/no-such-model", "--output-dir", str(tmp_path / "run"), "--quiet"]) == 2
+    assert time.monotonic() - started < 30
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "someone/no-such-model: no folder of that name here, not in the Hugging Face cache, " \
+        f"and the Hub (http://127.0.0.1:{port}) cannot be reached" in err[0]
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_empty_text_cell_in_a_file_stops_the_run(tiny_model, tmp_path, capsys):
+    from tuneloop.cli import main
+
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\nthe cat sat,a\n  ,b\ndog,a\n")
+    assert main(["train", "--model", tiny_model, "--train-file", str(data), "--output-dir", str(tmp_path / "run"),
+                 "--quiet"]) == 2
+    assert f"{data}: line 3: column 'text' is empty" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

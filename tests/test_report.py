@@ -282,6 +282,8 @@ def test_model_card_of_a_run_names_labels_metrics_and_usage(tiny_run, tiny_model
                  "--input FILE", 'pipeline("text-classification"'):
         assert name in card
     assert f"{results['eval']['f1']:.4f}" in card
+    assert str(model.resolve()) not in card                   # the card travels with the folder: no local path
+    assert 'tuneloop.load("MODEL")' in card and 'model="MODEL"' in card
     no_temp_files(model)
 
 

@@ -92,3 +92,26 @@ def test_the_run_is_reproducible_after_earlier_runs_in_the_same_process(tiny_mod
     tuneloop.train(TrainConfig(**{**options, "mixed_precision": "bf16", "cpu": True}, output_dir=str(tmp_path / "o")))
     b = tuneloop.train(TrainConfig(**options, output_dir=str(tmp_path / "b")))
     assert a["eval"] == b["eval"]
+
+
+def test_the_notebook_stop_button_saves_a_checkpoint_and_the_kernel_trains_on(tiny_model, shared_mrpc_dir, tmp_path):
+    """A notebook's stop button sends SIGINT to the kernel: the run saves a checkpoint and raises Interrupted (a
+    TuneloopError: one line, how to resume); the handlers are given back; resuming in the same process ends where
+    an unbroken run ends."""
+    from tuneloop.exceptions import Interrupted
+
+    options = dict(task="mrpc", data_dir=str(shared_mrpc_dir), **fast_options(tiny_model, max_steps=8))
+    handler = signal.getsignal(signal.SIGINT)
+
+    def stop_button(state):
+        if state.step == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(Interrupted, match=r"interrupted at step 4; .*resume='latest'\)\)$"):
+        tuneloop.train(**options, output_dir=str(tmp_path / "run"), on_step=stop_button)
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert (tmp_path / "run" / "checkpoints" / "step-0000004").is_dir()
+    resumed = tuneloop.train(**options, output_dir=str(tmp_path / "run"), resume="latest")
+    whole = tuneloop.train(**options, output_dir=str(tmp_path / "whole"))
+    assert resumed["resumed_from"].endswith("step-0000004")
+    assert resumed["eval"] == pytest.approx(whole["eval"], abs=1e-6)

@@ -54,6 +54,10 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
 
         raise ConfigError(f"tuneloop.train: the first argument is a TrainConfig or a YAML file, got "
                           f"{type(config).__name__}; pass data as train=... (e.g. train=df)")
+    for name, keyword in (("train_file", "train"), ("validation_file", "validation"), ("test_file", "test")):
+        given = options.get(name)                # train_file=df: the data, as train= would take it
+        if given is not None and not isinstance(given, (str, os.PathLike)):
+            options[name] = as_table(given, keyword)
     if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train:
         validation = train["validation"]
     for name, data in (("train_file", as_table(train, "train")), ("validation_file", as_table(validation, "validation")),

@@ -100,10 +100,9 @@ class TrainConfig:
     # model
     model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
                      "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
-    attention: str = opt("auto", "attention kernel. sdpa / eager: transformers' own. chunked: on CPUs, for keys up "
-                         "to 128 tokens, matmul + softmax in cache-sized pieces (1.5-5.9x faster than the fused SDPA "
-                         "kernel there, benchmarks/bench_attention.py); longer keys and GPUs use SDPA. auto: "
-                         "chunked on the CPU, sdpa elsewhere", "model", ATTENTION)
+    attention: str = opt("auto", "how attention is computed: sdpa or eager (transformers' own), chunked (tuneloop's, "
+                         "1.5-5.9x faster on CPUs for texts up to 128 tokens, the same results). auto: the fastest "
+                         "this model supports here", "model", ATTENTION)
     freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
                                   "weights): faster steps, usually the same accuracy", "model")
     dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
@@ -116,9 +115,8 @@ class TrainConfig:
     lora_target_modules: Optional[list[str]] = opt(None, "--lora: module names to adapt, comma-separated (default: "
                                                    "the attention's query and value projections)", "model",
                                                    metavar="A,B")
-    fast_dropout: bool = opt(True, "on the CPU, draw the dropout masks of the model's dropout layers (and of "
-                             "--attention chunked) from 16-bit random numbers, p rounded to a multiple of 1/65536: "
-                             "3-10% faster steps than torch's bernoulli_", "model")
+    fast_dropout: bool = opt(True, "on the CPU, a cheaper random draw for dropout (the rate rounded to 1/65536): "
+                             "3-10% faster steps", "model")
     # training
     epochs: int = opt(3, "passes over the training data", "training", metavar="N")
     max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
@@ -140,15 +138,13 @@ class TrainConfig:
                        "training", SAMPLERS)
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
-    mixed_precision: str = opt("auto", "auto: bf16 where the hardware computes it natively (Ampere or newer GPUs, "
-                               "CPUs with AMX), fp16 with loss scaling on older CUDA GPUs, otherwise fp32. bf16 is "
-                               "autocast on GPUs (with TF32 for what stays fp32); on CPUs, matrix products in bf16 "
-                               "with fp32 accumulation (oneDNN) and the rest in fp32", "training", MIXED_PRECISION)
-    compile: str = opt("auto", "torch.compile the model through Accelerate, one compilation per repeated layer, "
-                       "batches padded to length buckets (multiples of 16; 32 over --max-length 128) so few shapes "
-                       "are compiled: default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (no code "
-                       "generation: checks that the model compiles), no. auto: default on CUDA GPUs, no on CPUs "
-                       "(compiling costs more than it saves there)", "training", COMPILE)
+    mixed_precision: str = opt("auto", "16-bit numbers where they are faster: auto picks bf16 on hardware that "
+                               "computes it natively (recent GPUs, recent Intel CPUs), fp16 on older GPUs, else no "
+                               "(32-bit)", "training", MIXED_PRECISION)
+    compile: str = opt("auto", "torch.compile the model (each repeated layer once, lengths padded to buckets): "
+                       "default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (a check without code "
+                       "generation), no. auto: no (measured slower at these batch sizes, on CPUs and an H100)",
+                       "training", COMPILE)
     dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
                                             "pinned memory and copies that do not block; 0 on CPUs, whose cores "
                                             "train)", "training", metavar="N")

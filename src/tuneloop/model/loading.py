@@ -44,7 +44,34 @@ def resolve_model(name: str) -> str:
             raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
                                 "save_pretrained (or tuneloop's run folder/model)")
         return str(path)
+    check_hub_reachable(name)
     return name
+
+
+def check_hub_reachable(name: str, timeout: float = 3.0) -> None:
+    """A Hub id that is not in the local cache needs the Hub: without a network transformers retries for about a
+    minute before saying so; a 3-second connection attempt says it now (nothing is sent)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return                                   # transformers fails fast itself, with its own clear message
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(name, MODEL_CONFIG_FILE), str):
+            return                               # cached: loads offline
+    except Exception:  # noqa: BLE001 - an id the cache cannot even parse: let the load say what is wrong
+        return
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as e:
+        raise TuneloopError(f"--model {name}: no folder of that name here, not in the Hugging Face cache, and the "
+                            f"Hub ({endpoint}) cannot be reached ({e.strerror or type(e).__name__}); connect to the "
+                            "network, or pass a local model folder (e.g. --model minilm, the embedded one)") from None
 
 
 def load_error(name: str, what: str, e: Exception) -> TuneloopError:

@@ -3,10 +3,8 @@ inputs, hyperparameters, final metrics, training time and how to use it."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -267,27 +265,34 @@ def _training_time_section(f: _Facts) -> list[str]:
 
 
 def _usage_section(f: _Facts) -> list[str]:
-    """## How to use: a transformers pipeline, then tuneloop predict (a file, one example) and evaluate."""
-    path = str(f.model_dir.resolve())
+    """## How to use: tuneloop (the saved decision rule applied), a plain transformers pipeline (raw scores), then
+    tuneloop predict (a file, one example) and evaluate. MODEL stands for this folder's path (or its Hub id once
+    uploaded): the card travels with the folder, so no path of the machine that trained it is written."""
     kwargs = ", top_k=None" if f.kind == MULTI_LABEL else ""
     example = ('{"text": "The cat sat on the mat.", "text_pair": "A cat was sitting on the mat."}' if f.pair
                else '"This was a pleasure to read."')
+    ours = '("The cat sat on the mat.", "A cat was sitting on the mat.")' if f.pair else '"This was a pleasure to read."'
     what = {REGRESSION: "the score is the model's raw output (no softmax)",
             MULTI_LABEL: "top_k=None returns every label with its sigmoid probability"}.get(
         f.kind, "the label with the highest probability")
     column_hint = " and ".join(_code(c) for c in f.text_columns) if f.text_columns else "the model's text column(s)"
     texts = '"The cat sat on the mat." "A cat was sitting on the mat."' if f.pair else '"This was a pleasure to read."'
-    quoted = shlex.quote(path)
-    return ["## How to use", "", "With 🤗 Transformers (" + what + "):", "", "```python",
+    rule = f.metadata.get("decision")
+    rule_note = (" A plain pipeline does not apply it: it gives the raw softmax/sigmoid scores." if rule else "")
+    return ["## How to use", "", "`MODEL` below is this folder's path (or its Hub id once uploaded).", "",
+            "With tuneloop, in Python (the model's saved decision rule — calibration, thresholds, abstaining — "
+            "applied):" + rule_note, "", "```python", "import tuneloop", "",
+            'classifier = tuneloop.load("MODEL")', f"print(classifier.predict({ours}))", "```", "",
+            "With 🤗 Transformers alone (" + what + "):", "", "```python",
             "from transformers import pipeline", "",
-            f"classify = pipeline(\"text-classification\", model={json.dumps(path)}{kwargs})",
+            f"classify = pipeline(\"text-classification\", model=\"MODEL\"{kwargs})",
             f"print(classify({example}))", "```", "",
             "With tuneloop, a file (.csv, .tsv, .json, .jsonl or .parquet with the column(s) "
             f"{column_hint}, or name yours with `--text-columns`):", "", "```bash",
-            f"tuneloop predict --model {quoted} --input FILE --output predictions.tsv", "```", "",
-            "or one example:", "", "```bash", f"tuneloop predict --model {quoted} {texts}", "```", "",
+            "tuneloop predict --model MODEL --input FILE --output predictions.tsv", "```", "",
+            "or one example:", "", "```bash", f"tuneloop predict --model MODEL {texts}", "```", "",
             "and its metrics again on the validation data recorded with it:", "", "```bash",
-            f"tuneloop evaluate --model {quoted}", "```", ""]
+            "tuneloop evaluate --model MODEL", "```", ""]
 
 
 def _versions_section() -> list[str]:

@@ -31,8 +31,9 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
                "positive": names.index(cfg.positive_label) if cfg.positive_label else 1}
     rule, report = fit_decision(logits, labels, kind, options, cfg.seed)
     c = report["calibration"]
-    log.info(f"decision rule: {rule.describe()} | ECE {c['ece_before']:.4f} → {c['ece_after']:.4f}, NLL "
-             f"{c['nll_before']:.4f} → {c['nll_after']:.4f} ({report['measured'].split(' (')[0]})")
+    log.info(f"decision rule: {rule.describe()} | how far confidence is from accuracy (ECE) {c['ece_before']:.4f} → "
+             f"{c['ece_after']:.4f}, loss on the validation rows (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}, "
+             "each half of them scored by a rule fitted on the other")
     for note in rule.notes:
         log.warning(f"--optimize-threshold-for: {note}")
     return rule, report

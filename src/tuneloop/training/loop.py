@@ -83,7 +83,9 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                                                        cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
                 if signal_number:
                     raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
-                                      f"with: tuneloop train --output-dir {r.output_dir} --resume", signal_number)
+                                      f"with: tuneloop train --output-dir {r.output_dir} --resume (in Python: "
+                                      f"tuneloop.train(..., output_dir={str(r.output_dir)!r}, resume='latest'))",
+                                      signal_number)
                 if on_step is not None:
                     on_step(state)
                 if stopping:

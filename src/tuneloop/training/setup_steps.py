@@ -257,8 +257,10 @@ def describe(run: Run) -> None:
     precision = machine.effective_precision(c.mixed_precision, c.cpu)
     if precision != c.mixed_precision:
         log.warning(f"--mixed-precision {c.mixed_precision} computes as {precision}")
-    log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), precision {precision}, "
-             f"attention {c.attention}" + (f", compiled ({c.compile})" if c.compiled else "") +
+    numbers = {"no": "fp32 numbers", "bf16": "bf16 numbers (mixed precision)",
+               "fp16": "fp16 numbers (mixed precision)"}.get(precision, precision)
+    log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), computing in {numbers}, "
+             f"{c.attention} attention" + (f", compiled ({c.compile})" if c.compiled else "") +
              f" | batch {c.batch_size}/device, global {plan.global_batch} | "
              f"{plan.steps_per_epoch} steps/epoch, {plan.total_steps} steps | output {run.output_dir}")
 
