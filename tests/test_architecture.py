@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tuneloop"
 SHARED = ["version", "exceptions", "atomic", "tasks", "layout", "extras", "sample_data"]
 PACKAGES = ["runtime", "config", "data", "model", "evaluation", "decision", "predict", "analysis", "report", "training",
             "experiments", "deploy"]
-API = ["api", "cli", "__init__", "__main__"]
+API = ["api", "sklearn", "cli", "__init__", "__main__"]
 ORDER = [*SHARED, *PACKAGES, *API]
 
 

@@ -181,3 +181,26 @@ def test_shipped_accelerate_configs_load(name):
     assert config.num_processes >= 1 and config.num_machines >= 1
     if name == "two_machines":
         assert config.num_machines == 2 and config.main_process_ip
+
+
+def adapters(run_dir: Path) -> dict:
+    return load_file(str(run_dir / "model" / "adapter_model.safetensors"))
+
+
+def test_lora_on_two_processes_trains_what_one_process_trains(tiny_model, data, tmp_path):
+    """--lora under a launcher: the adapters and the new head (saved with them) of 2 processes × batch 4 equal one
+    process × batch 8 (no dropout: each process draws its own masks), and a run on other batches lands far away
+    (the comparison can fail)."""
+    two = tmp_path / "two"
+    run(torchrun(2) + ["train", *train_args(tiny_model, data, two, batch_size=4, max_steps=8, eval_batch_size=8,
+                                            lora=True, lora_dropout=0.0, lr=1e-2, warmup_ratio=0.0)])
+    runs = {}
+    for name, seed in (("one", 0), ("other", 1)):
+        runs[name] = tmp_path / name
+        tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
+                                      "output_dir": str(runs[name]), "batch_size": 8, "max_steps": 8, "lr": 1e-2,
+                                      "eval_batch_size": 8, "warmup_ratio": 0.0, "lora": True, "lora_dropout": 0.0, "seed": seed}))
+    one, other, both = adapters(runs["one"]), adapters(runs["other"]), adapters(two)
+    assert set(one) == set(both) and any("classifier" in k for k in one)          # the head travels with them
+    assert max(float((one[k] - both[k]).abs().max()) for k in one) < 1e-3
+    assert max(float((one[k] - other[k]).abs().max()) for k in one) > 1e-2

@@ -1,0 +1,212 @@
+"""tuneloop.sklearn: TuneloopClassifier / TuneloopRegressor in scikit-learn's machinery (clone, Pipeline,
+cross_val_score, GridSearchCV), labels back in their own types, predict_proba's columns in classes_ order, pairs,
+regression, and temporary run folders that do not outlive the estimator. Every fit trains the tiny model."""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import pickle
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone, is_regressor
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, ShuffleSplit, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+
+from conftest import keyword_pair
+from tuneloop import ConfigError, DataError, TrainConfig, TuneloopError
+from tuneloop.sklearn import TuneloopClassifier, TuneloopRegressor
+
+N_TRAIN = 90
+
+
+@pytest.fixture(scope="module")
+def rows():
+    """(label 0/1, first text, second text): 1 when the second text says alpha, 0 when it says beta."""
+    rng = random.Random(0)
+    return [keyword_pair(rng) for _ in range(N_TRAIN + 40)]
+
+
+@pytest.fixture(scope="module")
+def single(rows):
+    """Single texts (the second sentence) labeled 7 / 3: int labels that are not 0..K-1."""
+    texts, labels = [b for _, _, b in rows], [7 if label else 3 for label, _, _ in rows]
+    return texts[:N_TRAIN], labels[:N_TRAIN], texts[N_TRAIN:], labels[N_TRAIN:]
+
+
+@pytest.fixture
+def own_tmp(tmp_path, monkeypatch) -> Path:
+    """tempfile's folder for this test: what a fit leaves behind shows up here."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def make(tiny_model, cls=TuneloopClassifier, **params):
+    return cls(tiny_model, **{"lr": 3e-3, "epochs": 2, "max_length": 32, "seed": 0, "warmup_ratio": 0.1,
+                              "options": {"mixed_precision": "no"}, **params})
+
+
+def upper(texts):
+    return [t.upper() for t in texts]
+
+
+def lower(texts):
+    return [t.lower() for t in texts]
+
+
+def test_parameters_are_tuneloops_options_with_its_defaults():
+    defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+    params = TuneloopClassifier().get_params()
+    assert set(params) == {"model", "epochs", "lr", "batch_size", "max_length", "seed", "weight_decay",
+                           "warmup_ratio", "quiet", "report", "output_dir", "options"}
+    for name in ("model", "epochs", "lr", "batch_size", "max_length", "seed", "weight_decay", "warmup_ratio"):
+        assert params[name] == defaults[name], name
+    assert params["quiet"] is True and params["report"] is False and params["options"] is None
+    assert TuneloopRegressor().get_params() == params
+
+
+def test_clone_and_set_params_keep_every_parameter():
+    est = TuneloopClassifier("some-model", epochs=1, lr=1e-4, max_length=16, output_dir="runs",
+                             options={"calibrate": "none"})
+    copy = clone(est)
+    assert copy.get_params() == est.get_params() and copy is not est
+    assert copy.options == {"calibrate": "none"} and copy.options is not est.options
+    assert copy.set_params(lr=2e-5, options=None) is copy
+    assert copy.get_params()["lr"] == 2e-5 and copy.options is None and est.lr == 1e-4
+
+
+def test_errors_before_any_training(tiny_model, own_tmp):
+    est = make(tiny_model)
+    with pytest.raises(NotFittedError):
+        est.predict(["a text"])
+    with pytest.raises(NotFittedError):
+        est.predict_proba(["a text"])
+    frame = pd.DataFrame({"a": ["x y"] * 4, "b": ["x"] * 4, "c": ["y"] * 4})
+    with pytest.raises(DataError, match=r"^X: a DataFrame of one text column, or two for pairs; got 3 columns "
+                                        r"\(a, b, c\)"):
+        est.fit(frame, [0, 1, 0, 1])
+    with pytest.raises(DataError, match="not a single text"):
+        est.fit("one text", [0])
+    with pytest.raises(DataError, match="4 texts but 3 labels"):       # tuneloop's own check
+        est.fit(["a", "b", "c", "d"], [0, 1, 0])
+    with pytest.raises(ConfigError, match="'lr' is a parameter of TuneloopClassifier"):
+        est.set_params(options={"lr": 1.0}).fit(["a cat", "a dog"], [0, 1])
+    with pytest.raises(ConfigError, match="'output_dir' is the estimator's own"):
+        est.set_params(options={"output_dir": "x"}).fit(["a cat", "a dog"], [0, 1])
+    with pytest.raises(ConfigError, match="epochs"):                    # an unknown option: the nearest one named
+        est.set_params(options={"epoch": 1}).fit(["a cat", "a dog"], [0, 1])
+    assert not hasattr(est, "classifier_")
+    assert list(own_tmp.iterdir()) == []                                # a failed fit removes its folder
+    with pytest.raises(ConfigError, match="epochs"):
+        est.set_params(output_dir=str(own_tmp / "runs")).fit(["a cat", "a dog"], [0, 1])
+    assert list((own_tmp / "runs").iterdir()) == []                     # and leaves no empty run folder
+
+
+def test_a_pipeline_fits_and_int_labels_come_back_as_ints(tiny_model, single, own_tmp):
+    train_x, train_y, test_x, test_y = single
+    pipe = Pipeline([("lower", FunctionTransformer(lower)), ("clf", make(tiny_model))])
+    pipe.fit(upper(train_x), train_y)
+    est = pipe.named_steps["clf"]
+    assert est.classes_.tolist() == [3, 7] and est.classes_.dtype.kind == "i"
+    predicted = pipe.predict(upper(test_x))
+    assert predicted.dtype.kind == "i" and all(type(v) is int for v in predicted.tolist())
+    assert set(predicted.tolist()) == {3, 7}
+    assert pipe.score(upper(test_x), test_y) == pytest.approx(np.mean(predicted == np.asarray(test_y)))
+    assert pipe.score(upper(test_x), test_y) >= 0.8                     # it learned the task
+    proba = pipe.predict_proba(upper(test_x))
+    assert proba.shape == (len(test_x), 2) and np.allclose(proba.sum(axis=1), 1)
+    assert (est.classes_[proba.argmax(axis=1)] == predicted).all()
+    # the run folder is the estimator's: gone with it
+    folder = Path(est.output_dir_)
+    assert (folder / "results.json").is_file() and folder.parent == own_tmp
+    assert est.results_["eval"]["accuracy"] >= 0.8
+    del pipe, est
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_cross_val_score_runs_three_folds_and_leaves_no_folder(tiny_model, single, own_tmp):
+    train_x, train_y, _, _ = single
+    scores = cross_val_score(make(tiny_model, epochs=3), train_x, train_y, cv=3)
+    assert scores.shape == (3,) and ((0 <= scores) & (scores <= 1)).all()
+    assert scores.mean() >= 0.7
+    gc.collect()
+    assert list(own_tmp.iterdir()) == []
+
+
+def test_grid_search_picks_the_learning_rate_that_learns(tiny_model, single, own_tmp):
+    train_x, train_y, test_x, test_y = single
+    search = GridSearchCV(make(tiny_model, epochs=3), {"lr": [3e-3, 1e-7]},
+                          cv=ShuffleSplit(n_splits=1, test_size=0.3, random_state=0))
+    search.fit(train_x, train_y)
+    assert len(search.cv_results_["params"]) == 2
+    assert search.best_params_ == {"lr": 3e-3}
+    assert search.cv_results_["mean_test_score"][0] > search.cv_results_["mean_test_score"][1]
+    assert search.best_estimator_.lr == 3e-3 and search.score(test_x, test_y) >= 0.8
+    gc.collect()
+    assert len(list(own_tmp.iterdir())) == 1                           # the refitted best estimator's only
+
+
+def test_pairs_from_a_dataframe_and_proba_columns_in_classes_order(tiny_model, rows, tmp_path):
+    # string labels "10" / "9": sorted() gives ["10", "9"], tuneloop orders them 9, 10 — the columns must follow
+    frame = pd.DataFrame({"first": [a for _, a, _ in rows], "second": [b for _, _, b in rows],
+                          "y": ["10" if label else "9" for label, _, _ in rows]})
+    train, test = frame.iloc[:N_TRAIN], frame.iloc[N_TRAIN:]
+    est = make(tiny_model, epochs=3).fit(train[["first", "second"]], train["y"])
+    assert est.classes_.tolist() == ["10", "9"] and est.classifier_.labels == ["9", "10"]
+    assert est.classifier_.pair is True
+    proba = est.predict_proba(test[["first", "second"]])
+    pairs = list(zip(test["first"], test["second"]))
+    assert np.allclose(proba, est.classifier_.predict_proba(pairs)[:, ::-1])
+    predicted = est.predict(test[["first", "second"]])
+    assert (est.classes_[proba.argmax(axis=1)] == predicted).all()
+    assert (est.predict(pairs) == predicted).all()                      # a list of pairs reads the same
+    assert est.score(test[["first", "second"]], test["y"]) >= 0.8
+    with pytest.raises(TuneloopError, match="reads pairs"):
+        est.predict(["a single text"])
+    copy = pickle.loads(pickle.dumps(est))                              # a copy works and does not own the folder
+    assert (copy.predict(pairs) == predicted).all()
+    folder = Path(est.output_dir_)
+    del copy
+    gc.collect()
+    assert folder.is_dir()
+    est.cleanup()                                                       # removes the folder; the model stays
+    assert not folder.exists() and est.output_dir_ is None
+    assert (est.predict(pairs) == predicted).all()
+
+
+def test_the_regressor_fits_numbers_and_keeps_runs_under_output_dir(tiny_model, rows, tmp_path):
+    # int targets 0 / 1: a regression because the estimator says so (tuneloop's auto would make two classes)
+    texts, targets = [b for _, _, b in rows], [label for label, _, _ in rows]
+    est = make(tiny_model, TuneloopRegressor, epochs=4, lr=5e-3, output_dir=str(tmp_path / "runs"))
+    assert is_regressor(est)
+    est.fit(texts[:80], targets[:80], validation=(texts[80:N_TRAIN], targets[80:N_TRAIN]))
+    assert est.classifier_.problem_type == "regression" and est.results_["eval"]["num_samples"] == N_TRAIN - 80
+    predicted = est.predict(texts[N_TRAIN:])
+    assert predicted.dtype == np.float64 and predicted.shape == (len(texts) - N_TRAIN,)
+    assert est.score(texts[N_TRAIN:], targets[N_TRAIN:]) >= 0.7         # R²: it learned the task
+    folder = Path(est.output_dir_)
+    assert folder.parent == tmp_path / "runs" and folder.name.startswith("fit-")
+    del est
+    gc.collect()
+    assert (folder / "results.json").is_file()                          # a given output_dir keeps its runs
+
+
+def test_import_tuneloop_stays_light_and_the_module_gets_scikit_learn():
+    script = ("import sys\nimport tuneloop\nbefore = sorted(m for m in ('torch', 'sklearn') if m in sys.modules)\n"
+              "import tuneloop.sklearn as ts\nimport sklearn.base\n"
+              "print(before, ts.BaseEstimator is sklearn.base.BaseEstimator, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["[]", "True", "False"]
