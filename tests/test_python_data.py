@@ -100,6 +100,16 @@ def test_bad_input_from_python_is_one_line_naming_row_and_column(frames, tiny_mo
     assert not (tmp_path / "run").exists()                             # nothing written
 
 
+def test_pairs_as_lists_train_on_both_texts(tiny_model, tmp_path):
+    rows = [("the cat", "alpha cat" if i % 2 else "beta cat") for i in range(24)]
+    labels = ["same" if i % 2 else "other" for i in range(24)]
+    result = tuneloop.train(**fast_options(tiny_model, epochs=1), train=(rows, labels), validation=(rows, labels),
+                            output_dir=str(tmp_path / "run"))
+    assert result.classifier.text_columns == ["text", "text_pair"]      # both texts read, not the first alone
+    with pytest.raises(TuneloopError, match="give \\(first, second\\) pairs"):
+        result.classifier.predict("the cat")
+
+
 def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
     train, _ = frames
     with pytest.raises(ConfigError, match=r"the first argument is a TrainConfig or a YAML file, got DataFrame; "

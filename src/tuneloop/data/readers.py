@@ -31,7 +31,8 @@ def csv_dialect(fmt: str) -> dict:
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
 TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
                      ("question", "sentence"), ("question", "context"), ("query", "passage"),
-                     ("text1", "text2"), ("text_a", "text_b"), ("#1 String", "#2 String")]
+                     ("text1", "text2"), ("text_a", "text_b"), ("text", "text_pair"),
+                     ("#1 String", "#2 String")]
 TEXT_COLUMN_SINGLES = ["text", "sentence", "review", "content", "document", "comment", "tweet", "body", "input"]
 LABEL_COLUMNS = ["label", "labels", "score", "target", "class", "category", "gold_label", "Quality",
                  "is_duplicate", "y"]
