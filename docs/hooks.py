@@ -22,7 +22,7 @@ REPO_PREFIX = "repo/"
 def cli_reference() -> str:
     from tuneloop.cli.parsers import build_parser
 
-    parser = build_parser()
+    parser = build_parser(full_help=True)      # every option, as `tuneloop train --help-all` prints
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     out = ["# CLI reference", "",
            "Generated from the parser (`src/tuneloop/cli/parsers.py`) when the site is built: each section is what "

@@ -80,6 +80,18 @@ def test_help_groups_options_and_shows_defaults(capsys):
         assert group in text
     assert "(default: 5e-05)" in text and "(default: minilm)" in text
     assert "%%" not in text
+    assert "--help-all" in text and "--fast-dropout" not in text and len(text.splitlines()) < 100   # the common ones
+    with pytest.raises(SystemExit):
+        main(["train", "--help-all"])
+    every = capsys.readouterr().out
+    assert "--fast-dropout" in every and "--lora-r" in every and len(every.splitlines()) > 150
+
+
+def test_options_left_out_of_the_short_help_still_parse():
+    from tuneloop.cli import build_parser
+
+    ns = build_parser().parse_args(["train", "--warmup-ratio", "0.1", "--no-fast-dropout"])
+    assert ns.warmup_ratio == 0.1 and ns.fast_dropout is False
 
 
 def preset_fast() -> dict:

@@ -20,8 +20,10 @@ TRAINING = ("train", "search")           # commands that take the on_step hook
 
 def main(argv: list[str] | None = None, *, on_step=None) -> int:
     """The `tuneloop` command; `on_step(state)` is passed to training runs (a hook for tests and tools)."""
-    parser = build_parser()
-    ns = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    full = "--help-all" in argv
+    parser = build_parser(full_help=full)
+    ns = parser.parse_args(["--help" if a == "--help-all" else a for a in argv] if full else argv)
     if not ns.command:
         parser.print_help()
         return EXIT_USER_ERROR

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ..config.flags import add_config_arguments
+from ..config.flags import COMMON, add_config_arguments
 from ..config.options import PRUNERS, SERVE_PRECISIONS, TrainConfig
 from ..version import __version__
 
@@ -35,7 +35,8 @@ def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=34, width=110)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(full_help: bool = False) -> argparse.ArgumentParser:
+    """`full_help`: `train --help` lists every option (as `--help-all` asks), not the common ones."""
     parser = argparse.ArgumentParser(
         prog="tuneloop",
         formatter_class=_formatter,
@@ -59,20 +60,22 @@ def build_parser() -> argparse.ArgumentParser:
         add_tasks,
         add_env,
     ):
-        add(sub)
+        add(sub, full_help) if add is add_train else add(sub)
     return parser
 
 
-def add_train(sub) -> None:
+def add_train(sub, full_help: bool = False) -> None:
     p = sub.add_parser(
         "train",
         help="fine-tune a model and evaluate it after every epoch",
         formatter_class=_formatter,
         description="Fine-tune a model and evaluate it after every "
-        "epoch. Options can also come from --config FILE.yaml (flags win).",
+        "epoch. Options can also come from --config FILE.yaml (flags win)."
+        + ("" if full_help else " The common options are below; `tuneloop train --help-all` lists all of them."),
     )
     p.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
-    add_config_arguments(p)
+    p.add_argument("--help-all", action="store_true", help="show every option and exit")
+    add_config_arguments(p, listed=None if full_help else COMMON)
 
 
 def add_evaluate(sub) -> None:

@@ -12,8 +12,17 @@ from .options import GROUPS, TrainConfig
 from .parsing import coerce, field_type
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None):
-    """Add one flag per config field, grouped, defaults shown; parsed values are only the flags given."""
+# what `tuneloop train --help` shows; `--help-all` shows every option (all of them parse either way)
+COMMON = ("task", "data_dir", "train_file", "validation_file", "test_file", "text_columns", "label_column", "model",
+          "lora", "max_length", "windows", "epochs", "batch_size", "lr", "class_weights", "recipe", "seed",
+          "decision", "abstain_below", "seeds", "folds", "output_dir", "overwrite", "resume", "save_every",
+          "predict_test", "cpu", "quiet", "dry_run")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None,
+                         listed: tuple[str, ...] | None = None):
+    """Add one flag per config field, grouped, defaults shown; parsed values are only the flags given. `listed`:
+    the fields whose help is printed (the others parse but stay out of --help)."""
     groups = {g: parser.add_argument_group(f"{g} options") for g in GROUPS}
     for f in dataclasses.fields(cls):
         if not f.metadata.get("cli", True) or (only is not None and f.name not in only):
@@ -23,7 +32,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
         default = f.default if f.default is not dataclasses.MISSING else None
         shown = ",".join(default) if isinstance(default, list) else default
         help_text = f.metadata["help"] + (f" (default: {shown})" if shown not in (None, False) else "")
-        kwargs: dict[str, Any] = dict(dest=f.name, default=argparse.SUPPRESS, help=help_text.replace("%", "%%"))
+        hidden = listed is not None and f.name not in listed
+        kwargs: dict[str, Any] = dict(dest=f.name, default=argparse.SUPPRESS,
+                                      help=argparse.SUPPRESS if hidden else help_text.replace("%", "%%"))
         if kind is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         else:
