@@ -149,3 +149,41 @@ def test_the_positive_class_can_be_either():
         assert ((decided == positive) == (p >= rule.thresholds[0])).all()
         assert report["thresholds"]["at_default"]["f1"] == pytest.approx(
             f1_score(labels, logits.argmax(1), pos_label=positive), abs=1e-4)
+
+
+def test_a_temperature_fitted_on_perfectly_separated_rows_is_not_applied():
+    """30 validation rows the model gets all right: the NLL falls without end as T shrinks (the fit ran to its
+    bound, T = 0.05, and every probability to 1.0). The rule stays at T = 1 and says why."""
+    rng = np.random.default_rng(0)
+    labels = np.array([0, 1] * 15)
+    logits = np.stack([np.where(labels == 0, 1.0, -1.0), np.where(labels == 1, 1.0, -1.0)], 1) * rng.uniform(
+        0.3, 1.0, (30, 1))
+    assert fit_temperature(logits, labels, SINGLE) == pytest.approx(0.05, rel=0.05)    # what a plain fit does
+    rule, report = fit_decision(logits, labels, SINGLE, options(), seed=0)
+    assert rule.temperature == 1.0 and report["calibration"]["temperature"] == 1.0
+    assert report["notes"] == ["calibration not applied: 0 wrong prediction(s) on the 30 validation rows are too few "
+                               "to fit a temperature on (it would shrink toward 0.05 and push every probability to "
+                               "1); the probabilities stay the raw scores (T = 1)"]
+    assert np.allclose(rule.probabilities(logits), DecisionRule(kind=SINGLE).probabilities(logits))
+
+
+def test_a_temperature_at_its_search_bound_or_on_few_rows_is_not_applied_but_a_sound_one_is():
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=(200, 2)) * 8                 # confident logits that say nothing about the labels
+    labels = rng.integers(0, 2, 200)
+    rule, report = fit_decision(noise, labels, SINGLE, options(), seed=0)
+    assert rule.temperature == 1.0 and "is at the edge of its search range (0.05 to 20)" in report["notes"][0]
+    few_logits, few_labels = sample(12, 2, 3.0)
+    rule, report = fit_decision(few_logits, few_labels, SINGLE, options(), seed=0)
+    assert rule.temperature == 1.0 and "12 validation rows are too few" in report["notes"][0]
+    logits, labels = sample(400, 2, 3.0)                  # over-confident by 3: fitted and applied
+    rule, report = fit_decision(logits, labels, SINGLE, options(), seed=0)
+    assert rule.temperature == pytest.approx(3.0, rel=0.3) and "notes" not in report
+
+
+def test_thresholds_on_too_few_rows_of_a_class_stay_at_argmax():
+    logits, labels = sample(200, 2, 1.0)
+    labels = np.where(np.arange(200) < 4, 1, 0)           # 4 positives
+    rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold", objective="f1"), seed=0)
+    assert not rule.thresholds and "thresholds" not in report
+    assert any("thresholds not applied: 200 validation rows with 4 on the rarer side" in n for n in report["notes"])

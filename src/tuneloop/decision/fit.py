@@ -5,6 +5,11 @@ The rule saved with the model is fitted on every validation row. What results.js
 from a 2-fold cross-fit instead: the rule is fitted on one half of the validation rows and measured on the other,
 both ways round, so no row is scored by a rule fitted on it. With fewer than MIN_CROSS_FIT rows (or a class with
 fewer than 2 rows) the figures are in-sample, and say so.
+
+A fit that cannot be trusted is not applied (`trusted_temperature`, and thresholds on too few rows): the rule
+falls back to T = 1 / argmax and says why in its notes (the log and the report show them). Thirty perfectly
+separated validation rows, for one, drove the temperature to its search bound (T = 0.05) and every saved-rule
+probability to 1.0.
 """
 
 from __future__ import annotations
@@ -12,9 +17,52 @@ from __future__ import annotations
 import numpy as np
 
 from ..tasks import REGRESSION, SINGLE_LABEL
-from .rule import MULTI, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds, nll, reliability
+from .rule import (MULTI, TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds,
+                   nll, reliability)
 
 MIN_CROSS_FIT = 40
+MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
+MIN_ERRORS = 3             # fewer wrong predictions: NLL falls without end as T shrinks (no temperature)
+MIN_CLASS_ROWS = 5         # a threshold needs this many rows on each side (binary) / of each label (multi-label)
+
+
+def _errors(logits: np.ndarray, labels: np.ndarray, kind: str) -> int:
+    predictions = DecisionRule(kind=kind).predictions(logits)
+    if kind == MULTI:
+        return int(((labels > 0.5).astype(np.int64) != predictions).sum())
+    return int((predictions != labels.astype(np.int64)).sum())
+
+
+def trusted_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> tuple[float, str | None]:
+    """(the temperature to apply, why the fitted one is not applied or None)."""
+    n, (low, high) = len(labels), TEMPERATURE_RANGE
+    raw = "; the probabilities stay the raw scores (T = 1)"
+    if n < MIN_FIT_ROWS:
+        return 1.0, f"calibration not applied: {n} validation rows are too few to fit a temperature on " \
+                    f"(fewer than {MIN_FIT_ROWS}){raw}"
+    errors = _errors(logits, labels, kind)
+    if errors < MIN_ERRORS:
+        return 1.0, f"calibration not applied: {errors} wrong prediction(s) on the {n} validation rows are too few " \
+                    f"to fit a temperature on (it would shrink toward {low} and push every probability to 1){raw}"
+    temperature = fit_temperature(logits, labels, kind)
+    if temperature <= low * 1.05 or temperature >= high / 1.05:
+        return 1.0, f"calibration not applied: the fitted temperature ({temperature:.3g}) is at the edge of its " \
+                    f"search range ({low:g} to {high:g}), so the validation rows do not pin it down{raw}"
+    return temperature, None
+
+
+def _thresholds_trusted(labels: np.ndarray, kind: str, positive: int) -> str | None:
+    n = len(labels)
+    if kind == MULTI:
+        counts = np.minimum((labels > 0.5).sum(0), (labels <= 0.5).sum(0))
+    else:
+        y = labels.astype(np.int64)
+        counts = np.array([(y == positive).sum(), (y != positive).sum()])
+    if n < MIN_FIT_ROWS or counts.min() < MIN_CLASS_ROWS:
+        return (f"thresholds not applied: {n} validation rows with {int(counts.min())} on the rarer side are too "
+                f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each side); the "
+                "decision stays argmax / 0.5")
+    return None
 
 
 def _folds(labels: np.ndarray, kind: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -33,14 +81,21 @@ def _folds(labels: np.ndarray, kind: str, seed: int) -> list[tuple[np.ndarray, n
 
 
 def _fit(logits, labels, kind, options) -> DecisionRule:
-    """The rule fitted on these rows."""
-    temperature = fit_temperature(logits, labels, kind) if options["calibrate"] == "temperature" else 1.0
+    """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
+    temperature, note = trusted_temperature(logits, labels, kind) if options["calibrate"] == "temperature" \
+        else (1.0, None)
     rule = DecisionRule(kind=kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
                         abstain_label=options["abstain_label"], positive=options.get("positive", 1))
+    rule.notes = [note] if note else []
     if options["decision"] == "threshold":
-        rule.thresholds, rule.notes = fit_thresholds(rule.probabilities(logits), labels, kind,
-                                                     options["objective"], rule.positive)
-        rule.objective = options["objective"]
+        refused = _thresholds_trusted(labels, kind, rule.positive)
+        if refused:
+            rule.notes.append(refused)
+        else:
+            rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, kind, options["objective"],
+                                                    rule.positive)
+            rule.notes += [f"--optimize-threshold-for: {n}" for n in notes]
+            rule.objective = options["objective"]
     return rule
 
 

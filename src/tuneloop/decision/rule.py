@@ -121,14 +121,17 @@ def nll(probs: np.ndarray, labels: np.ndarray, kind: str) -> float:
     return float(-np.mean(np.log(np.clip(probs[np.arange(len(labels)), labels.astype(np.int64)], 1e-12, 1))))
 
 
+TEMPERATURE_RANGE = (0.05, 20.0)
+
+
 def fit_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> float:
-    """The T in [0.05, 20] that minimises the NLL of softmax(logits / T) (a bounded 1-D search over log T)."""
+    """The T in TEMPERATURE_RANGE that minimises the NLL of softmax(logits / T) (a bounded 1-D search over log T)."""
     from scipy.optimize import minimize_scalar
 
     def loss(log_t: float) -> float:
         return nll(scaled_probabilities(logits, kind, math.exp(log_t)), labels, kind)
 
-    result = minimize_scalar(loss, bounds=(math.log(0.05), math.log(20.0)), method="bounded",
+    result = minimize_scalar(loss, bounds=tuple(math.log(t) for t in TEMPERATURE_RANGE), method="bounded",
                              options={"xatol": 1e-4})
     return float(math.exp(result.x))
 

@@ -35,7 +35,7 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
              f"{c['ece_after']:.4f}, loss on the validation rows (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}, "
              "each half of them scored by a rule fitted on the other")
     for note in rule.notes:
-        log.warning(f"--optimize-threshold-for: {note}")
+        log.warning(f"decision rule: {note}")
     return rule, report
 
 
