@@ -29,6 +29,9 @@ def print_experiment(summary: dict, output_dir: str) -> None:
     for name, s in summary["metrics"].items():
         interval = f"  95% [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else ""
         print(f"{name}: {s['mean']:.4f} ± {s['std']:.4f} over {s['n']} runs{interval}")
+    main, baseline = summary["main_metric"], summary.get("baseline") or {}
+    if main in baseline:
+        print(f"TF-IDF baseline {main}: {baseline[main]['mean']:.4f} ± {baseline[main]['std']:.4f}")
     if summary["collapsed"]:
         print(f"collapsed (a single predicted class): {', '.join(summary['collapsed'])}")
     print(f"saved: {output_dir}  (summary.json, summary.html; model of {summary['kept']} in {output_dir}/model)")

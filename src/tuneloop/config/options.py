@@ -35,6 +35,7 @@ SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constan
 TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
 TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow", "comet_ml": "comet_ml"}
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
+BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
@@ -160,6 +161,9 @@ class TrainConfig:
     eval_every: Optional[str] = opt(None, "also evaluate every N optimizer steps, or K times per epoch with K/epoch "
                                     "(always after each epoch)", "evaluation", metavar="N|K/epoch")
     predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
+    baseline: str = opt("tfidf", "a classical baseline scored beside the model on the same rows and metrics: tfidf "
+                        "(word and character n-grams + logistic regression, scikit-learn; seconds of CPU) or none",
+                        "evaluation", BASELINES)
     metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
                                          "task's main metric; `loss` means lowest eval loss)", "evaluation",
                                          metavar="METRIC")

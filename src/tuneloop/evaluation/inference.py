@@ -6,9 +6,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..runtime.machine import interactive
+from ..tasks import SINGLE_LABEL
 from .metrics import Accumulator
 
 
@@ -47,6 +49,15 @@ class Evaluation:
     def main_split(self) -> dict:
         """The metrics of the first split (the one `eval/` means in metrics.jsonl)."""
         return next(iter(self.metrics.values()))
+
+    def collapsed_to(self, problem_type: str) -> int | None:
+        """The one class a single-label model predicts for every row of the first split, when its rows hold two
+        or more (a collapsed run, the classic failure on small data); None otherwise."""
+        if problem_type != SINGLE_LABEL or not self.outputs:
+            return None
+        logits, labels = next(iter(self.outputs.values()))
+        predicted = np.unique(np.asarray(logits).argmax(-1))
+        return int(predicted[0]) if len(predicted) == 1 and len(np.unique(labels)) > 1 else None
 
 
 def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False,

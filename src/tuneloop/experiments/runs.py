@@ -98,7 +98,10 @@ def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
 
 
 def collapsed(results: dict) -> bool:
-    """A single-label classifier that predicts one class for every validation row."""
+    """A single-label classifier that predicts one class for every validation row (results.json says so since
+    the run records it; per_class tells for older runs)."""
+    if "collapsed" in results:
+        return results["collapsed"] is not None
     classes = next(iter((results.get("per_class") or {}).values()), None)
     if results.get("problem_type") != SINGLE_LABEL or not classes or len(classes) < 2:
         return False
@@ -133,7 +136,10 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
         return signed_score(metric, value)
 
     best = max(best_of, key=score)
-    return {"kind": "folds" if config.folds else "seeds", "main_metric": main, "metric_for_best": metric,
+    baselines = [r["results"]["baseline"]["eval"] for r in counted if r["results"].get("baseline")]
+    baseline = {k: interval([b[k] for b in baselines]) for k in metrics if all(k in b for b in baselines)} \
+        if baselines else None                    # the TF-IDF baseline on each run's rows (folds: its fold's)
+    return {"baseline": baseline, "kind": "folds" if config.folds else "seeds", "main_metric": main, "metric_for_best": metric,
             "runs": [{"name": r["name"], **{k: r[k] for k in ("seed", "fold") if k in r},
                       "collapsed": r["collapsed"], **({"replaced_by": r["replaced_by"]} if "replaced_by" in r else {}),
                       "best": r["results"].get("best"), "eval": per_run[r["name"]]} for r in runs],

@@ -211,7 +211,19 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     main = results.get("main_metric") or run.metadata.get("main_metric")
     if results.get("eval"):
         splits = results.get("eval_splits") or {run.primary_split: results["eval"]}
+        baseline = results.get("baseline")
+        if baseline:                              # evaluation/baseline.py: the same rows and metrics
+            splits = {f"TF-IDF baseline ({baseline['split']})": baseline["eval"],
+                      **{f"model ({k})": v for k, v in splits.items()}}
         parts += ["<h2>Final evaluation</h2>", _metrics_table(splits, main)]
+        if results.get("collapsed") is not None:
+            parts.append(f'<div class="note warn">Collapsed: the model predicts {_esc(results["collapsed"])!r} for '
+                         "every validation row. On small data try more epochs, a smaller learning rate with warmup, "
+                         "--class-weights balanced, or several seeds.</div>")
+        if baseline:
+            parts.append(f'<p class="sub">Baseline: {_esc(baseline["method"])} on the same {baseline["train_rows"]} '
+                         f'training rows, fitted in {baseline["fit_s"]:.1f} s (scikit-learn; --baseline none turns '
+                         "it off).</p>")
         for split, classes in (results.get("per_class") or {}).items():
             if classes:
                 parts += [f"<h3>Each class: {_esc(split)}</h3>",

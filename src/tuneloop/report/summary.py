@@ -46,6 +46,9 @@ def write_summary_page(out: Path, summary: dict) -> Path:
     rows = [(k, f"{s['mean']:.4f} ± {s['std']:.4f}",
              f"[{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else "", s["n"])
             for k, s in summary["metrics"].items()]
+    rows += [(f"{k} of the TF-IDF baseline", f"{s['mean']:.4f} ± {s['std']:.4f}",
+              f"[{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else "", s["n"])
+             for k, s in (summary.get("baseline") or {}).items() if k == summary["main_metric"]]
     parts += ["<h2>Metrics</h2>", _table(rows, header=("metric", "mean ± std", "95% interval of the mean", "runs"))]
     metrics = list(summary["metrics"])
     parts += ["<h2>Runs</h2>", _table([(r["name"], *[r["eval"].get(k) for k in metrics],

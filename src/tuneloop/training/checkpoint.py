@@ -21,7 +21,7 @@ RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every
                      "max_eval_samples", "log_every", "report_to", "report", "quiet", "save_every", "keep_last",
                      "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
                      "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
-                     "abstain_below", "abstain_label", "positive_label",
+                     "abstain_below", "abstain_label", "positive_label", "baseline",
                      "compile", "dataloader_workers",
                      "attention"}      # kernels of one function (auto is decided when the model loads)
 

@@ -71,7 +71,8 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
                     evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
                                           r.data.labels.problem_type, cfg.quiet, cfg.window_pooling)
-                    log.evaluation(state.step, epoch, evaluation)
+                    collapsed = reporting.collapse_warning(r, evaluation, state.step)   # one class for every row
+                    log.evaluation(state.step, epoch, evaluation, collapsed)
                     if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
                         finish.save_model_folder(r, BEST_DIR)      # OUT/best/: the best evaluation so far
                     if state.patience_exhausted(cfg.early_stopping_patience):
@@ -95,7 +96,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
             evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
                                   cfg.quiet, cfg.window_pooling)
         log.close()
-        results = reporting.results(r, state, log, evaluation, samples_before)
+        results = reporting.results(r, state, log, evaluation, samples_before)   # + the TF-IDF baseline's figures
         rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds
         acc.wait_for_everyone()
         finish.save_model_folder(r, MODEL_DIR, rule)     # OUT/model/: model, tokenizer, tuneloop.json with the rule

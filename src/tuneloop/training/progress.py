@@ -128,8 +128,9 @@ class TrainLog:
                  f"{sps} samples/s, " + (f"{minutes} min {seconds:02d} s left" if step < self.total else "done"))
         self.last_line = time.perf_counter()
 
-    def evaluation(self, step: int, epoch: float, evaluation) -> None:
-        """Log an evaluation.Evaluation: every split's metrics to the trackers, the first one to the console."""
+    def evaluation(self, step: int, epoch: float, evaluation, warning: str | None = None) -> None:
+        """Log an evaluation.Evaluation: every split's metrics to the trackers, the first one to the console, and
+        `warning` (a collapsed model, say) when there is one."""
         self.eval_s += evaluation.seconds
         results = evaluation.metrics
         for split, metrics in results.items():
@@ -138,6 +139,8 @@ class TrainLog:
                                  step=step)
         shown = ", ".join(f"{k} {v:.4f}" for k, v in evaluation.main_split.items() if k != "num_samples")
         self.write(f"epoch {epoch:.2f} step {step}: eval {shown}")
+        if warning:
+            self.warn(warning)
 
     def early_stopping(self, best: dict, patience: int) -> None:
         self.write(f"early stopping: {best['metric']} has not improved for {patience} evaluation(s) "

@@ -11,6 +11,7 @@ import torch
 
 from ..analysis.wrong_rows import error_rows
 from ..atomic import atomic_write_bytes, atomic_write_json
+from ..evaluation.baseline import score_baseline
 from ..evaluation.inference import Evaluation
 from ..evaluation.metrics import per_class
 from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
@@ -51,6 +52,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
         out["train"]["skipped_nonfinite_batches"] = state.skipped_batches
     if len(evaluation.metrics) > 1:
         out["eval_splits"] = evaluation.metrics
+    only = evaluation.collapsed_to(run.data.labels.problem_type)
+    out["collapsed"] = None if only is None else run.data.labels.names[only]   # the single class it predicts
     classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
                evaluation.outputs.items()}
     if any(classes.values()):
@@ -58,7 +61,30 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
     if run.data.split is not None:
         out["validation_split"] = {k: v for k, v in run.data.split.items() if k not in ("train", "validation")} | \
             {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
+    out["baseline"] = baseline(run, out)         # evaluation/baseline.py: TF-IDF + logistic regression
     return out
+
+
+def collapse_warning(run, evaluation, step: int) -> str | None:
+    """What to say when the model predicts one class for every validation row (None when it does not)."""
+    only = evaluation.collapsed_to(run.data.labels.problem_type)
+    return None if only is None else (
+        f"step {step}: the model predicts {run.data.labels.names[only]!r} for every validation row (collapsed to one "
+        "class); on small data try more epochs, a smaller --lr with warmup, --class-weights balanced, or --seeds")
+
+
+def baseline(run, results_: dict) -> dict | None:
+    """The classical baseline on the run's rows (evaluation/baseline.py), said beside the model's figure; None
+    with --baseline none and on processes other than the main one."""
+    if run.config.baseline == "none" or not run.accelerator.is_main_process:
+        return None
+    scored = score_baseline(run.data, run.metric_names, run.config.seed)
+    if scored is not None:
+        main = run.main_metric if run.main_metric in scored["eval"] else "loss"
+        ours = results_["eval"].get(main)
+        log.info(f"baseline ({scored['method']}, {scored['fit_s']:.1f} s): {main} {scored['eval'][main]:.4f}"
+                 + (f" | the model: {ours:.4f}" if ours is not None else ""))
+    return scored
 
 
 def write_results(run, results_: dict, evaluation: Evaluation) -> None:
