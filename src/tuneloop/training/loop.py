@@ -71,8 +71,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
                     evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
                                           r.data.labels.problem_type, cfg.quiet, cfg.window_pooling)
-                    collapsed = reporting.collapse_warning(r, evaluation, state.step)   # one class for every row
-                    log.evaluation(state.step, epoch, evaluation, collapsed)
+                    log.evaluation(state.step, epoch, evaluation, reporting.collapse_warning(r, evaluation, state.step))
                     if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
                         finish.save_model_folder(r, BEST_DIR)      # OUT/best/: the best evaluation so far
                     if state.patience_exhausted(cfg.early_stopping_patience):
