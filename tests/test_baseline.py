@@ -29,7 +29,7 @@ def test_the_baseline_equals_scikit_learn_on_the_same_rows(tiny_model, tmp_path)
 
     train, dev = reviews(90, 0), reviews(40, 1)
     dev.loc[::3, "text"] = [sentence(random.Random(i)) for i in range(len(dev.loc[::3]))]   # some rows unsolvable
-    result = tuneloop.train(**fast_options(tiny_model, epochs=1), train=train, validation=dev,
+    result = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=train, validation=dev,
                             output_dir=str(tmp_path / "run"))
     ours = result["baseline"]
     features = make_union(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True),
@@ -47,15 +47,15 @@ def test_the_baseline_equals_scikit_learn_on_the_same_rows(tiny_model, tmp_path)
 
 def test_baseline_none_and_other_problem_types(tiny_model, tmp_path):
     train = reviews(60, 2)
-    off = tuneloop.train(**fast_options(tiny_model, epochs=1), train=train, baseline="none",
-                         output_dir=str(tmp_path / "off"))
+    off = tuneloop.train(**fast_options(tiny_model, epochs=1), train=train, output_dir=str(tmp_path / "off"))
     assert off["baseline"] is None
     rng = np.random.default_rng(0)
     scores = train.assign(label=[float(x) for x in rng.uniform(0, 5, len(train)).round(2)])
-    regression = tuneloop.train(**fast_options(tiny_model, epochs=1), train=scores, output_dir=str(tmp_path / "reg"))
+    regression = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=scores,
+                                output_dir=str(tmp_path / "reg"))
     assert regression["problem_type"] == "regression" and "pearson" in regression["baseline"]["eval"]
     tags = train.assign(label=["a,b" if i % 3 == 0 else "a" if i % 3 == 1 else "b" for i in range(len(train))])
-    multi = tuneloop.train(**fast_options(tiny_model, epochs=1), train=tags, label_separator=",",
+    multi = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=tags, label_separator=",",
                            output_dir=str(tmp_path / "multi"))
     assert multi["problem_type"] == "multi_label_classification" and "f1_micro" in multi["baseline"]["eval"]
 
