@@ -37,6 +37,7 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "m
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
+METHODS, SETFIT_HEADS = ("finetune", "setfit"), ("logistic", "end-to-end")   # training/contrastive.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
@@ -152,6 +153,14 @@ class TrainConfig:
     recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
                       "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
                       "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
+    method: str = opt("finetune", "finetune (the training loop trains every weight) or setfit (few labelled rows per "
+                      "class: the body trained on pairs of rows, then a logistic-regression head)", "training", METHODS)
+    setfit_iterations: int = opt(20, "--method setfit: rounds of pairs (2 per row a round)", "training", metavar="N")
+    setfit_epochs: int = opt(1, "--method setfit: passes over the pairs", "training", metavar="N")
+    setfit_lr: float = opt(2e-5, "--method setfit: learning rate of the stage on pairs", "training", metavar="LR")
+    setfit_batch_size: int = opt(16, "--method setfit: pairs per step", "training", metavar="N")
+    setfit_head: str = opt("logistic", "--method setfit: logistic (the fitted head is the model: no loop steps) or "
+                           "end-to-end (then --epochs of the loop over every weight)", "training", SETFIT_HEADS)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
     seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
@@ -235,7 +244,8 @@ class TrainConfig:
             if not cond:
                 raise ConfigError(f"--{flag.replace('_', '-')}: {msg}")
 
-        need(math.isfinite(self.lr) and self.lr > 0, "lr", f"must be a positive number, got {self.lr}")
+        for name, value in (("lr", self.lr), ("setfit_lr", self.setfit_lr)):
+            need(math.isfinite(value) and value > 0, name, f"must be a positive number, got {value}")
         need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
         need(self.lora_r >= 1, "lora_r", f"must be at least 1, got {self.lora_r}")
         if self.lora:
@@ -245,7 +255,8 @@ class TrainConfig:
         need(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
         if self.max_steps is not None:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
-        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every"):
+        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_iterations",
+                     "setfit_epochs", "setfit_batch_size"):
             need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
         need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
@@ -300,6 +311,7 @@ class TrainConfig:
                               ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
                               ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
                               ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
+                              ("method", METHODS), ("setfit_head", SETFIT_HEADS),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")

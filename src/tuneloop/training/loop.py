@@ -1,7 +1,8 @@
 """The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: forward, backward, step,
 schedule, zero_grad, progress). Every decision that writes a file or ends the run is an `if` line here, calling
 a function with one job: set-up in setup_steps.py, evaluation in evaluation/, the resumable state and the plan of
-the run in state.py, checkpoints in checkpoint.py, the run's files in finish.py, reporting.py and dynamics.py.
+the run in state.py, checkpoints in checkpoint.py, the run's files in finish.py, reporting.py and dynamics.py,
+--method setfit's stage before the loop in contrastive.py.
 ARCHITECTURE.md is the map."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..exceptions import Interrupted, NonFiniteLoss
 from ..layout import BEST_DIR, MODEL_DIR
 from ..runtime.process import run_scope
 from ..version import __version__
-from . import checkpoint, dry_run, dynamics, finish, reporting
+from . import checkpoint, contrastive, dry_run, dynamics, finish, reporting
 from .progress import TrainLog
 from .setup_steps import setup
 from .signals import StopSignals
@@ -33,11 +34,11 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
         if cfg.dry_run:
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
+        if cfg.method == "setfit" and r.state.step == 0: r.setfit = contrastive.train_body_and_head(r)  # pairs, head
         acc, model, optimizer, scheduler = r.accelerator, r.model, r.optimizer, r.scheduler
         plan, state = r.plan, r.state
         log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
         samples_before, evaluation = state.samples_seen, None
-
         model.train()
         while not plan.finished(state):
             for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
@@ -91,7 +92,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 if stopping:
                     break
 
-        if evaluation is None:           # resumed from a checkpoint of the last step: nothing left to train
+        if evaluation is None:           # nothing left to train: resumed at the last step, or --setfit-head logistic
             evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
                                   cfg.quiet, cfg.window_pooling)
         log.close()

@@ -61,6 +61,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
     if run.data.split is not None:
         out["validation_split"] = {k: v for k, v in run.data.split.items() if k not in ("train", "validation")} | \
             {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
+    if run.setfit is not None:
+        out["setfit"] = run.setfit                # --method setfit: pairs, steps, seconds, the head's fit
     out["baseline"] = baseline(run, out)         # evaluation/baseline.py: TF-IDF + logistic regression
     return out
 

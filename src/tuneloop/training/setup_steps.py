@@ -31,6 +31,7 @@ from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, u
 from ..tasks import REGRESSION
 from ..version import __version__
 from . import checkpoint, progress, run_folder
+from .contrastive import check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
 
@@ -65,6 +66,7 @@ class Run:
     resumed_from: str | None
     setup_s: float
     dynamics: TrainingDynamics | None = None   # each training row's probabilities per epoch (dynamics.py)
+    setfit: dict | None = None          # --method setfit: what its stage did (contrastive.py), for results.json
 
     @property
     def metric_for_best(self) -> str:
@@ -221,6 +223,8 @@ def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan) 
 def setup_dynamics(data: PreparedData, plan: Plan, accelerator, resumed_from: str | None):
     """Each training row's predicted probabilities per epoch, for the label-issue ranking; a resume continues
     with the checkpoint's."""
+    if plan.total_steps == 0:            # --method setfit with its logistic head: the loop trains nothing
+        return None
     dynamics = TrainingDynamics.make(data, plan.epochs, accelerator.device)
     if dynamics is not None and resumed_from and not dynamics.load(Path(resumed_from), accelerator):
         log.warning("this checkpoint holds no training-row probabilities (an earlier tuneloop made it): the "
@@ -281,6 +285,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
+    check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     model, attention = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
     config = config.replace(attention=attention)        # what ran, as config.yaml records it
     loss = setup_loss(config, data, accelerator.device)

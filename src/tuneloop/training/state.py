@@ -96,6 +96,8 @@ class Plan:
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
         steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
         total = config.max_steps or config.epochs * steps_per_epoch
+        if config.method == "setfit" and config.setfit_head == "logistic":
+            total = 0                   # the head is fitted before the loop (contrastive.py): no loop steps
         interval = None
         if config.eval_every is not None:
             kind, number = eval_every_parts(config.eval_every)

@@ -1,0 +1,289 @@
+"""--method setfit: SetFit's two steps (Tunstall et al. 2022) on the run's own model, tokenizer and training rows,
+before the training loop.
+
+1. The body, trained contrastively: each training row is paired, `--setfit-iterations` times, with a random row of
+   its class (target 1) and one of another class (target 0; multi-label: the Jaccard similarity of the two label
+   sets); the cosine similarity of the two rows' embeddings is pulled to the target (mean squared error, as
+   sentence-transformers' CosineSimilarityLoss), AdamW with 10% warmup and a linear decay.
+2. The head: a logistic regression (one per label for multi-label) fitted on the embeddings of every training row,
+   copied into the model's final classification Linear, so that the model's softmax (sigmoid) is the regression's
+   predict_proba.
+
+A row's embedding is the input of that final Linear (BERT: the pooler's output; RoBERTa: the head's dense + tanh;
+DeBERTa: the context pooler; decoders: the last token's hidden state), caught by a forward pre-hook while the
+prepared model runs as the loop runs it. The model stays a plain AutoModelForSequenceClassification, so everything
+after (evaluation, decision rule, model folder, export, serving, a transformers pipeline) is unchanged. Several
+processes: every process draws the same pairs and takes its share of each step's pairs; gradients are averaged
+through the prepared (DDP) model."""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+
+import numpy as np
+import torch
+
+from ..data.batching import make_collator
+from ..exceptions import ConfigError
+from ..model.optim import build_scheduler
+from ..runtime.machine import interactive
+from ..tasks import MULTI_LABEL, REGRESSION
+
+log = logging.getLogger("tuneloop")
+
+ABSENT = 30.0            # |logit| for a class no training row has (or every row has, for multi-label)
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def check_setfit(config, data) -> None:
+    """Refuse, before the run folder is written, what --method setfit cannot train."""
+    if config.method != "setfit":
+        return
+    if data.labels.problem_type == REGRESSION:
+        raise ConfigError("--method setfit needs class labels (single- or multi-label); this data has numeric "
+                          "labels (regression): use --method finetune")
+    labels = data.train_labels
+    kinds = len(np.unique(labels, axis=0))
+    if kinds < 2:
+        raise ConfigError("--method setfit needs training rows of at least two classes (label sets) to make pairs "
+                          f"of different classes; the {len(labels)} training rows have one")
+
+
+# ------------------------------------------------------------------------------------------------ pairs
+def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first rows, second rows, targets), shuffled: each round pairs every row with one random row of its class
+    (target 1.0) and one of another class (0.0). Multi-label (`labels` a 0/1 matrix): a row sharing a label
+    (rows without labels: another row without) and a row with another label set; both targets are the Jaccard
+    similarity of the two sets."""
+    rng = np.random.default_rng(seed)
+    multi = labels.ndim == 2
+    sets = labels.astype(bool)
+    keys = [tuple(row) for row in labels.astype(int)] if multi else labels.tolist()
+    groups: dict = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
+    n = len(labels)
+    everyone = np.arange(n)
+    same, other = {}, {}
+    for key, members in groups.items():          # candidate partners for the rows of each class (label set)
+        if multi:
+            row = np.asarray(key, dtype=bool)
+            shares = (sets & row).any(1) if row.any() else ~sets.any(1)
+            same[key], other[key] = everyone[shares], everyone[(sets != row).any(1)]
+        else:
+            same[key], other[key] = np.asarray(members), everyone[labels != key]
+    first, second = [], []
+    for _ in range(iterations):                  # a round: every row once with each kind of partner
+        positive, negative = np.empty(n, dtype=int), np.empty(n, dtype=int)
+        for key, members in groups.items():
+            pool = other[key] if len(other[key]) else everyone
+            positive[members] = same[key][rng.integers(len(same[key]), size=len(members))]
+            negative[members] = pool[rng.integers(len(pool), size=len(members))]
+        first += [everyone, everyone]
+        second += [positive, negative]
+    first, second = np.concatenate(first), np.concatenate(second)
+    if multi:
+        a, b = labels[first].astype(bool), labels[second].astype(bool)
+        union = (a | b).sum(1)
+        targets = np.where(union == 0, 1.0, (a & b).sum(1) / np.maximum(union, 1))
+    else:
+        targets = (labels[first] == labels[second]).astype(float)
+    order = rng.permutation(len(first))
+    return first[order], second[order], targets[order].astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------------ embeddings
+def head_linear(model, num_labels: int) -> torch.nn.Linear:
+    """The model's final classification Linear: the last nn.Linear with num_labels outputs (BERT's classifier,
+    RoBERTa's classifier.out_proj, a decoder's score; with LoRA the trained copy of it)."""
+    found = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == num_labels]
+    if not found:
+        raise ConfigError(f"--method setfit: found no classification layer with {num_labels} outputs in this model")
+    return found[-1]
+
+
+class Embedder:
+    """Rows → the inputs of the final Linear, through `model` (the prepared model: chunked attention, fast dropout
+    and mixed precision as in the loop) with a forward pre-hook on that Linear."""
+
+    def __init__(self, model, head: torch.nn.Linear, tokenizer, config, device, pad_token_id):
+        self.model, self.head, self.device, self.pad_token_id = model, head, device, pad_token_id
+        self.collate = make_collator(tokenizer, config.pad_to_max_length, config.max_length)
+
+    def __call__(self, rows: list[dict]):
+        """(embeddings [rows, features], logits) of one batch of tokenized rows."""
+        batch = {k: v.to(self.device) for k, v in self.collate(rows).items()}
+        caught = []
+        handle = self.head.register_forward_pre_hook(lambda module, args: caught.append(args[0]))
+        try:
+            logits = self.model(**batch).logits
+        finally:
+            handle.remove()
+        x = caught[-1]
+        if x.dim() == 3:             # a decoder: the score runs on every position; the logits are the last token's
+            ids = batch["input_ids"]
+            if self.pad_token_id is None:
+                last = torch.full((ids.shape[0],), ids.shape[1] - 1, device=ids.device)
+            else:        # transformers' rule: the rightmost token that is not padding
+                positions = torch.arange(ids.shape[1], device=ids.device, dtype=torch.int32)
+                last = (positions * (ids != self.pad_token_id).to(torch.int32)).argmax(-1)
+            x = x[torch.arange(ids.shape[0], device=ids.device), last]
+        return x.float(), logits
+
+
+def rows_of(ds, indices) -> list[dict]:
+    """Tokenized rows as the collator takes them."""
+    columns = ds[[int(i) for i in indices]]
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+
+
+# ------------------------------------------------------------------------------------------------ the two steps
+def train_body_and_head(run) -> dict:
+    """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section."""
+    cfg, acc, data = run.config, run.accelerator, run.data
+    model = getattr(run.model, "_orig_mod", run.model)        # a compiled model runs eagerly here
+    plain = acc.unwrap_model(run.model, keep_torch_compile=False)
+    head = head_linear(plain, data.labels.num_labels)
+    rows = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
+    embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
+    labels = data.train_labels
+    started = time.perf_counter()
+    body = train_body(model, head, embed, rows, labels, cfg, acc)
+    features = embeddings(model, embed, rows, cfg.eval_batch_size)
+    fitted = fit_head(features, labels, data.labels.num_labels, data.labels.problem_type == MULTI_LABEL,
+                      head.bias is not None, cfg.seed)
+    with torch.no_grad():
+        head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
+        if head.bias is not None:
+            head.bias.copy_(torch.as_tensor(fitted["bias"], dtype=head.bias.dtype))
+    if acc.num_processes > 1:                 # the same head everywhere, whatever the float noise
+        from accelerate.utils import broadcast
+
+        for p in head.parameters():
+            broadcast(p.data, from_process=0)
+    model.train()
+    seconds = time.perf_counter() - started
+    summary = {**body, "head": cfg.setfit_head, "head_fit_s": fitted["seconds"],
+               "head_train_accuracy": fitted["train_accuracy"], "seconds": round(seconds, 3)}
+    log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
+             f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "
+             f"{fitted['train_accuracy']:.4f}) in {seconds:.1f} s" +
+             ("; the training loop now trains every weight from it" if cfg.setfit_head == "end-to-end" else ""))
+    return summary
+
+
+def train_body(model, head, embed: Embedder, rows, labels, cfg, acc) -> dict:
+    """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
+    as DDP wants) and pulls their cosine similarity to the target."""
+    from tqdm.auto import tqdm
+
+    first, second, targets = make_pairs(labels, cfg.setfit_iterations, cfg.seed)
+    size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
+    starts = [s for s in range(0, len(first), size) if min(size, len(first) - s) >= processes]
+    total = len(starts) * cfg.setfit_epochs
+    head_params = {id(p) for p in head.parameters()}
+    params = [p for p in model.parameters() if p.requires_grad and id(p) not in head_params]
+    decay = [p for p in params if p.ndim >= 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                   {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
+                                  lr=cfg.setfit_lr)
+    scheduler = build_scheduler(optimizer, "linear", total, 0, 0.1)
+    clip = 1.0 if cfg.max_grad_norm is None else cfg.max_grad_norm     # SetFit clips at 1 (0: no clipping)
+    scaler = torch.amp.GradScaler(acc.device.type) if getattr(acc, "scaler", None) is not None else None
+    speaks = not cfg.quiet and acc.is_main_process
+    if speaks and not interactive():
+        log.info(f"SetFit: training the body on {len(first)} pairs, {total} steps of {size}")
+    bar = tqdm(total=total, desc="SetFit pairs", unit="step", dynamic_ncols=True,
+               disable=not speaks or not interactive(), file=sys.stderr)
+    losses = []
+    model.train()
+    for epoch in range(cfg.setfit_epochs):
+        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
+        for s in (starts[i] for i in order):
+            share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
+            a, b = first[share], second[share]
+            x, logits = embed(rows_of(rows, np.concatenate([a, b])))
+            similarity = torch.nn.functional.cosine_similarity(x[:len(a)], x[len(a):], dim=-1)
+            target = torch.as_tensor(targets[share], device=x.device)
+            # + 0 × logits: the head's weights take part in the graph (DDP wants every parameter used)
+            loss = torch.nn.functional.mse_loss(similarity, target) + 0.0 * logits.float().sum()
+            (scaler.scale(loss) if scaler else loss).backward()
+            if scaler:
+                scaler.unscale_(optimizer)
+            if clip:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            if scaler:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(loss.detach())
+            bar.update(1)
+            if len(losses) % cfg.log_every == 0:
+                bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
+    bar.close()
+    losses = acc.reduce(torch.stack(losses), reduction="mean") if losses else torch.full((1,), math.nan)
+    window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
+    mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
+    return {"pairs": len(first), "steps": total, "epochs": cfg.setfit_epochs, "iterations": cfg.setfit_iterations,
+            "batch_size": size, "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
+
+
+@torch.no_grad()
+def embeddings(model, embed: Embedder, rows, batch_size: int) -> np.ndarray:
+    """Every training row's embedding, in eval mode (what the saved model computes), in row order."""
+    model.eval()
+    out = [embed(rows_of(rows, range(s, min(s + batch_size, len(rows)))))[0].cpu().numpy()
+           for s in range(0, len(rows), batch_size)]
+    return np.concatenate(out)
+
+
+def fit_head(features: np.ndarray, labels: np.ndarray, num_labels: int, multi_label: bool, with_bias: bool,
+             seed: int) -> dict:
+    """scikit-learn LogisticRegression (one per label for multi-label) as the weight and bias of a Linear with
+    num_labels outputs whose softmax (sigmoid) is its predict_proba. Binary: the two rows are ±coef/2, as
+    softmax([-z/2, z/2]) = sigmoid(z). A head without a bias (decoders' score) gets a regression without an
+    intercept."""
+    from sklearn.linear_model import LogisticRegression
+
+    started = time.perf_counter()
+    weight = np.zeros((num_labels, features.shape[1]))
+    bias = np.full(num_labels, -ABSENT)
+
+    def regression(y):
+        return LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=seed).fit(features, y)
+
+    if multi_label:
+        probabilities = np.zeros((len(features), num_labels))
+        for j in range(num_labels):
+            y = labels[:, j].astype(int)
+            if y.min() == y.max():                   # every row (or none) has this label: a constant
+                bias[j], probabilities[:, j] = (ABSENT, 1.0) if y[0] else (-ABSENT, 0.0)
+                continue
+            lr = regression(y)
+            weight[j], bias[j] = lr.coef_[0], lr.intercept_[0] if with_bias else 0.0
+            probabilities[:, j] = lr.predict_proba(features)[:, 1]
+        accuracy = float(np.mean(np.all((probabilities > 0.5) == labels.astype(bool), axis=1)))
+    else:
+        lr = regression(labels)
+        classes = lr.classes_.astype(int)
+        intercept = lr.intercept_ if with_bias else np.zeros(len(lr.coef_))
+        if len(classes) == 2:
+            weight[classes] = [-lr.coef_[0] / 2, lr.coef_[0] / 2]
+            bias[classes] = [-intercept[0] / 2, intercept[0] / 2]
+        else:
+            weight[classes], bias[classes] = lr.coef_, intercept
+        probabilities = lr.predict_proba(features)
+        accuracy = float(np.mean(classes[probabilities.argmax(1)] == labels))
+    if not with_bias:                                # constant labels need a bias: without one they score 0
+        if (bias == ABSENT).any() or (weight == 0).all(1).any():
+            log.warning("SetFit: the head has no bias (a decoder's score), so a label no training row has (or "
+                        "every row has) gets logit 0 instead of a probability near 0 (or 1)")
+        bias = np.zeros(num_labels)
+    return {"weight": weight, "bias": bias, "train_accuracy": round(accuracy, 5), "probabilities": probabilities,
+            "seconds": round(time.perf_counter() - started, 3)}

@@ -1,0 +1,176 @@
+"""--method setfit (training/contrastive.py): pairs as SetFit makes them, the stage trains the body, and the saved
+model's probabilities are the logistic regression's on the training rows' embeddings; the folder is a plain
+transformers model (load, predict, export, pipeline); multi-label, a decoder, end-to-end, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from conftest import fast_options, keyword_pair, sentence
+from families import family_folder
+
+import tuneloop
+from tuneloop.exceptions import ConfigError
+from tuneloop.training.contrastive import make_pairs
+
+SETFIT = {"method": "setfit", "setfit_iterations": 8, "setfit_lr": 3e-3, "setfit_batch_size": 16}
+
+
+def pair_rows(n: int, seed: int):
+    rng = random.Random(seed)
+    rows = [keyword_pair(rng) for _ in range(n)]
+    return [(a, b) for _, a, b in rows], ["same" if label else "other" for label, _, _ in rows]
+
+
+def head_inputs_and_probabilities(clf, items):
+    """What the saved model's final Linear receives for each item (one row per forward pass: no padding), and the
+    model's raw probabilities."""
+    model = clf.model
+    head = model.score if hasattr(model, "score") else model.classifier
+    caught = []
+    handle = head.register_forward_pre_hook(lambda module, args: caught.append(args[0][0].detach()))
+    try:
+        probabilities = np.concatenate([clf.predict_proba([item], raw=True) for item in items])
+    finally:
+        handle.remove()
+    features = torch.stack([x[-1] if x.dim() == 2 else x for x in caught]).float().numpy()   # decoders: last token
+    return features, probabilities, head.bias is not None
+
+
+def lr_probabilities(features, y, intercept: bool):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=1000, fit_intercept=intercept).fit(features, y).predict_proba(features)
+
+
+def write_pairs(path, rows):
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows([("sentence1", "sentence2", "label")] + [(a, b, y) for (a, b), y in zip(*rows)])
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def setfit_run(tiny_model, tmp_path_factory):
+    train, dev = pair_rows(32, 0), pair_rows(40, 1)
+    folder = tmp_path_factory.mktemp("setfit")
+    out = folder / "run"              # files, not tables from Python: the export's gate reads the validation file
+    result = tuneloop.train(**fast_options(tiny_model, **SETFIT), train_file=write_pairs(folder / "train.csv", train),
+                            validation_file=write_pairs(folder / "dev.csv", dev), output_dir=str(out))
+    return result, train, dev, out
+
+
+def test_pairs_are_setfits():
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    first, second, target = make_pairs(labels, iterations=3, seed=0)
+    assert len(first) == 2 * 3 * len(labels)
+    assert np.bincount(first).tolist() == [6] * 6                     # each row twice a round
+    assert np.array_equal(target, (labels[first] == labels[second]).astype(np.float32))
+    assert target.mean() == 0.5                                        # one same-class and one other-class pair each
+    again = make_pairs(labels, iterations=3, seed=0)
+    assert all(np.array_equal(x, y) for x, y in zip((first, second, target), again))   # seeded
+    assert not np.array_equal(make_pairs(labels, iterations=3, seed=1)[1], second)
+
+    multi = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]])
+    first, second, target = make_pairs(multi, iterations=4, seed=0)
+    a, b = multi[first].astype(bool), multi[second].astype(bool)
+    assert np.allclose(target, (a & b).sum(1) / (a | b).sum(1))        # Jaccard of the label sets
+    assert 0 < target.mean() < 1 and len(set(target.round(3))) >= 3
+
+
+def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
+    result, _, _, out = setfit_run
+    stage = result["setfit"]
+    assert stage["pairs"] == 2 * 8 * 32 and stage["steps"] == 32 and stage["head"] == "logistic"
+    assert stage["loss_last"] < stage["loss_first"] / 3                # the pairs were learned
+    assert stage["head_train_accuracy"] >= 0.9
+    assert result["train"]["steps"] == 0                               # the logistic head: no loop steps
+    assert result["eval"]["accuracy"] >= 0.8                          # the keyword task, from 32 rows
+    assert json.loads((out / "results.json").read_text())["setfit"] == stage
+    assert (out / "config.yaml").read_text().count("method: setfit") == 1
+
+
+def test_the_model_is_the_logistic_regression_and_a_plain_model(setfit_run, tmp_path):
+    from transformers import pipeline
+
+    from tuneloop.cli.main import main
+
+    result, (texts, labels), (dev_texts, _), out = setfit_run
+    clf = tuneloop.load(out)
+    features, probabilities, intercept = head_inputs_and_probabilities(clf, texts)
+    y = np.array([clf.labels.index(label) for label in labels])
+    assert np.abs(probabilities - lr_probabilities(features, y, intercept)).max() <= 1e-4
+    assert result["setfit"]["head_train_accuracy"] == pytest.approx(np.mean(probabilities.argmax(1) == y), abs=1e-6)
+
+    predicted = clf.predict(dev_texts[:4])
+    assert [p["label"] for p in predicted] == [clf.labels[i] for i in clf.predict_proba(dev_texts[:4]).argmax(1)]
+    plain = pipeline("text-classification", model=str(out / "model"), top_k=None)   # no tuneloop in the way
+    scores = plain({"text": texts[0][0], "text_pair": texts[0][1]})
+    assert {s["label"]: s["score"] for s in scores}[clf.labels[1]] == pytest.approx(probabilities[0, 1], abs=1e-4)
+    target = tmp_path / "onnx"
+    assert main(["export", str(out), "--output", str(target), "--quiet"]) == 0
+    report = json.loads((target / "export_report.json").read_text())
+    assert report["gate"]["verdict"] == "pass" and report["gate"]["max_logit_difference"] < 1e-4
+
+
+def test_multi_label_heads_are_one_regression_per_label(tiny_model, tmp_path):
+    rng = random.Random(0)
+    tags = [sorted(rng.sample(["alpha", "beta", "gamma"], rng.randint(1, 2))) for _ in range(30)]
+    texts = [" ".join(rng.sample(sentence(rng, 4).split() + t, 4 + len(t))) for t in tags]
+    rows = [{"text": text, "labels": t} for text, t in zip(texts, tags)]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = tuneloop.train(**fast_options(tiny_model, **SETFIT), train_file=str(path), validation_file=str(path),
+                            output_dir=str(tmp_path / "run"))
+    assert result["problem_type"] == "multi_label_classification" and result["setfit"]["steps"] == 30
+    clf = tuneloop.load(tmp_path / "run")
+    features, probabilities, intercept = head_inputs_and_probabilities(clf, texts)
+    for j, name in enumerate(clf.labels):
+        y = np.array([name in t for t in tags], dtype=int)
+        assert np.abs(probabilities[:, j] - lr_probabilities(features, y, intercept)[:, 1]).max() <= 1e-4
+
+
+def test_regression_and_bad_values_are_refused_before_anything_is_written(tiny_model, tmp_path):
+    texts = [sentence(random.Random(i)) for i in range(20)]
+    with pytest.raises(ConfigError) as caught:
+        tuneloop.train(**fast_options(tiny_model, **SETFIT), train=(texts, [float(i) for i in range(20)]),
+                       validation=(texts, [float(i) for i in range(20)]), problem_type="regression",
+                       output_dir=str(tmp_path / "run"))
+    assert str(caught.value).startswith("--method setfit needs class labels") and "\n" not in str(caught.value)
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match="--setfit-iterations: must be at least 1"):
+        tuneloop.train(**fast_options(tiny_model, **{**SETFIT, "setfit_iterations": 0}), train=(texts, ["a"] * 20),
+                       output_dir=str(tmp_path / "run"))
+    same = [["a", "b"]] * 20                           # two labels, one label set: no pair of different sets
+    with pytest.raises(ConfigError, match="at least two classes"):
+        tuneloop.train(**fast_options(tiny_model, **SETFIT), train=(texts, same), validation=(texts, same),
+                       output_dir=str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_end_to_end_head_then_runs_the_loop(tiny_model, tmp_path):
+    train, dev = pair_rows(32, 0), pair_rows(20, 1)
+    steps = []
+    result = tuneloop.train(**fast_options(tiny_model, **SETFIT, setfit_head="end-to-end", epochs=1), train=train,
+                            validation=dev, output_dir=str(tmp_path / "run"), on_step=lambda s: steps.append(s.step))
+    assert result["setfit"]["head"] == "end-to-end" and result["setfit"]["steps"] == 32
+    assert result["train"]["steps"] == 4 and steps == [1, 2, 3, 4]     # 32 rows / batch 8, every weight trained
+    assert result["best"]["step"] == 4
+
+
+def test_a_decoder_family(tmp_path_factory, tmp_path):
+    model = str(family_folder("qwen2", tmp_path_factory))
+    train, dev = pair_rows(24, 0), pair_rows(16, 1)
+    result = tuneloop.train(**fast_options(model, **SETFIT), train=train, validation=dev,
+                            output_dir=str(tmp_path / "run"))
+    assert result["setfit"]["steps"] == 24 and result["train"]["steps"] == 0
+    clf = tuneloop.load(tmp_path / "run")
+    features, probabilities, intercept = head_inputs_and_probabilities(clf, train[0])
+    assert not intercept                                    # Qwen2's score has no bias: a regression without one
+    y = np.array([clf.labels.index(label) for label in train[1]])
+    assert np.abs(probabilities - lr_probabilities(features, y, intercept)).max() <= 1e-4
