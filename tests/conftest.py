@@ -92,7 +92,8 @@ def shared_mrpc_dir(tmp_path_factory) -> Path:
 
 
 def fast_options(tiny_model: str, **extra) -> dict:
-    """Options for a quick run on the tiny model (it needs a larger learning rate than a pretrained one); no report
-    and no TF-IDF baseline, which tests that are about them turn on."""
+    """Options for a quick run on the tiny model (it needs a larger learning rate than a pretrained one); no report,
+    no TF-IDF baseline and no small-data settings (the toy sets are small), which tests about them turn on."""
     return {"model": tiny_model, "lr": 3e-3, "epochs": 3, "batch_size": 8, "quiet": True, "seed": 0,
-            "warmup_ratio": 0.1, "mixed_precision": "no", "report": False, "baseline": "none", **extra}
+            "warmup_ratio": 0.1, "mixed_precision": "no", "report": False, "baseline": "none", "small_data": "off",
+            **extra}

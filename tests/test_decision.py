@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from tuneloop.config.options import parse_objective
+from tuneloop.config.parsing import parse_objective
 from tuneloop.decision.fit import fit_decision
 from tuneloop.decision.rule import MULTI, SINGLE, DecisionRule, best_threshold, ece, fit_temperature, fit_thresholds
 

@@ -34,7 +34,7 @@ def env():
 
 def train_args(model, data, out, **extra) -> list[str]:
     opts = {"task": "mrpc", "data_dir": str(data), "model": model, "output_dir": str(out), "lr": 3e-3,
-            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", "report": False, **extra}
+            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", "report": False, "small_data": "off", **extra}
     args = []
     for key, value in opts.items():
         flag = "--" + key.replace("_", "-")

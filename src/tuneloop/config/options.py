@@ -20,7 +20,7 @@ import yaml
 
 from ..exceptions import ConfigError
 from ..tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
-from .parsing import read_options_file
+from .parsing import eval_every_parts, parse_objective, read_options_file
 
 PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
 PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
@@ -37,6 +37,7 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "m
 RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
+SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
 METHODS, SETFIT_HEADS = ("finetune", "setfit"), ("logistic", "end-to-end")   # training/contrastive.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
@@ -153,6 +154,9 @@ class TrainConfig:
     recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
                       "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
                       "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
+    small_data: str = opt("auto", "settings for small training sets (more steps, warmup, a smaller learning rate; "
+                          "see the small-data guide): auto applies them below the measured size where runs collapse "
+                          "and config.yaml records on or off; on, off", "training", SMALL_DATA)
     method: str = opt("finetune", "finetune (the training loop trains every weight) or setfit (few labelled rows per "
                       "class: the body trained on pairs of rows, then a logistic-regression head)", "training", METHODS)
     setfit_iterations: int = opt(20, "--method setfit: rounds of pairs (2 per row a round)", "training", metavar="N")
@@ -227,6 +231,10 @@ class TrainConfig:
     report: bool = opt(True, "write report.html and its plots when the run ends (about 2 s; `tuneloop report RUN` "
                        "writes them any time later)", "output")
     quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+    chosen: Optional[list[str]] = opt(None, "the options this run's user set (flags, keywords, --config, the "
+                                      "config.yaml of a resumed run): settings tuneloop decides by the data "
+                                      "(--small-data) leave them alone; filled in by resolve_config", "output",
+                                      cli=False)
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output")
 
@@ -311,7 +319,7 @@ class TrainConfig:
                               ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
                               ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
                               ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
-                              ("method", METHODS), ("setfit_head", SETFIT_HEADS),
+                              ("small_data", SMALL_DATA), ("method", METHODS), ("setfit_head", SETFIT_HEADS),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
@@ -369,30 +377,6 @@ class TrainConfig:
         from ..atomic import atomic_write_text
 
         atomic_write_text(path, yaml.safe_dump(self.to_dict(), sort_keys=False))
-
-
-def parse_objective(text: str) -> tuple[str, float | None]:
-    """--optimize-threshold-for: 'f1' | 'macro-f1' | 'precision@R' | 'recall@P' → (name, target); ValueError if not."""
-    name, _, value = str(text).partition("@")
-    if name in ("f1", "macro-f1") and not value:
-        return name, None
-    try:
-        target = float(value) if name in ("precision", "recall") else None
-    except ValueError:
-        target = None
-    if target is not None and 0 < target <= 1:
-        return name, target
-    raise ValueError(f"{text!r}: use f1, macro-f1, precision@R or recall@P with R, P in (0, 1]")
-
-
-def eval_every_parts(value) -> tuple[str, int] | None:
-    """`--eval-every` as ("steps", N) or ("per_epoch", K); None when it is neither."""
-    text = str(value).strip().lower().replace(" ", "")
-    per_epoch = text.endswith("/epoch")
-    number = text[:-len("/epoch")] if per_epoch else text
-    if not number.isdigit() or int(number) < 1:
-        return None
-    return ("per_epoch" if per_epoch else "steps", int(number))
 
 
 def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--config") -> dict:

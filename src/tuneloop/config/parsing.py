@@ -1,5 +1,6 @@
 """Option values from text: YAML files of options and the type each option's value is turned into (the same
-rules for YAML and command-line flags), for any dataclass of options (config.TrainConfig, search spaces)."""
+rules for YAML and command-line flags), for any dataclass of options (config.TrainConfig, search spaces), and the
+two options whose values are small languages: --optimize-threshold-for and --eval-every."""
 
 from __future__ import annotations
 
@@ -78,3 +79,27 @@ def coerce(cls, f: dataclasses.Field, value: Any, source: str):
     except (TypeError, ValueError):
         name = getattr(kind, "__name__", str(kind))
         raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
+
+
+def parse_objective(text: str) -> tuple[str, float | None]:
+    """--optimize-threshold-for: 'f1' | 'macro-f1' | 'precision@R' | 'recall@P' → (name, target); ValueError if not."""
+    name, _, value = str(text).partition("@")
+    if name in ("f1", "macro-f1") and not value:
+        return name, None
+    try:
+        target = float(value) if name in ("precision", "recall") else None
+    except ValueError:
+        target = None
+    if target is not None and 0 < target <= 1:
+        return name, target
+    raise ValueError(f"{text!r}: use f1, macro-f1, precision@R or recall@P with R, P in (0, 1]")
+
+
+def eval_every_parts(value) -> tuple[str, int] | None:
+    """`--eval-every` as ("steps", N) or ("per_epoch", K); None when it is neither."""
+    text = str(value).strip().lower().replace(" ", "")
+    per_epoch = text.endswith("/epoch")
+    number = text[:-len("/epoch")] if per_epoch else text
+    if not number.isdigit() or int(number) < 1:
+        return None
+    return ("per_epoch" if per_epoch else "steps", int(number))

@@ -54,11 +54,17 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     leaves `auto` precision and attention to the process that trains (`for_this_machine`): notebook_train's
     parent process must not touch CUDA before it forks the workers."""
     user: dict[str, Any] = {}
+    chosen: set[str] = set()           # what the user set: settings decided by the data leave these alone
     if config_file is not None:
-        user.update(read_yaml_options(config_file))
+        user.update(from_file := read_yaml_options(config_file))
+        chosen |= set(from_file)
     if config is not None:
-        user.update(config.changes())
+        changes = config.changes()
+        earlier = changes.pop("chosen", None)       # a resolved config knows what its user chose
+        user.update(changes)
+        chosen |= set(changes) if earlier is None else set(earlier)
     user.update(options)
+    chosen |= set(options)
     unknown = set(user) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise ConfigError(unknown_options_message(unknown))
@@ -66,7 +72,8 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
         user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
     below = saved_run_options(user)
     layers = {**below, **user}
-    values = {**preset(layers.get("recipe", "none")), **layers}
+    chosen |= set(layers.pop("chosen", None) or ()) | set(below)
+    values = {**preset(layers.get("recipe", "none")), **layers, "chosen": sorted(chosen - {"chosen"})}
     resolved = fill_defaults(TrainConfig(**values))
     return (for_this_machine(resolved) if machine else resolved).validate()
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..config.options import parse_objective
+from ..config.parsing import parse_objective
 from ..tasks import MULTI_LABEL, SINGLE_LABEL
 
 SINGLE, MULTI = SINGLE_LABEL, MULTI_LABEL

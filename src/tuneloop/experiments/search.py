@@ -172,7 +172,8 @@ class Objective:
         trial.set_user_attr("folder", folder)
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("pid", os.getpid())
-        config = self.base.replace(**params, output_dir=folder, resume=resume, overwrite=True,
+        chosen = sorted({*(self.base.chosen or ()), *params})     # the trial's values are not small-data's to change
+        config = self.base.replace(**params, chosen=chosen, output_dir=folder, resume=resume, overwrite=True,
                                    save_every=self.base.save_every or "epoch", keep_last=1)
         def report(state):
             if self.on_step is not None:

@@ -15,13 +15,14 @@ from ..atomic import atomic_write_json, atomic_write_text, space_guard
 from ..config.options import TrainConfig
 from ..exceptions import TuneloopError
 from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
+from .small_data import DECIDES as SMALL_DATA_DECIDES
 
 # options that may change between an interrupted run and its resumption; any other change is refused
 RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size",
                      "max_eval_samples", "log_every", "report_to", "report", "quiet", "save_every", "keep_last",
                      "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
                      "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
-                     "abstain_below", "abstain_label", "positive_label", "baseline",
+                     "abstain_below", "abstain_label", "positive_label", "baseline", "chosen",
                      "compile", "dataloader_workers",
                      "attention"}      # kernels of one function (auto is decided when the model loads)
 
@@ -74,8 +75,10 @@ def incompatible_changes(saved: dict, current: dict) -> list[str]:
     checkpoint's tuneloop did not have count as their defaults; options it had and this one lacks are ignored."""
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     before = {k: saved.get(k, defaults.get(k)) for k in current}
+    # `--small-data auto` not yet decided (it is, from the data, before the checkpoint loads and is checked again)
+    undecided = SMALL_DATA_DECIDES if current.get("small_data") == "auto" else ()
     return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)
-            if k not in RESUMABLE_CHANGES and before[k] != current.get(k)]
+            if k not in RESUMABLE_CHANGES and k not in undecided and before[k] != current.get(k)]
 
 
 def _candidates(output_dir: Path, which: str) -> list[Path]:

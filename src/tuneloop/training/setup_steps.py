@@ -30,7 +30,7 @@ from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..tasks import REGRESSION
 from ..version import __version__
-from . import checkpoint, progress, run_folder
+from . import checkpoint, progress, run_folder, small_data
 from .contrastive import check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
@@ -284,6 +284,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     tokenizer = load_tokenizer(config.model)
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
+    config = small_data.adapt(config, len(data.train), data.labels.problem_type, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     model, attention = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)

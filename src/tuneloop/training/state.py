@@ -7,8 +7,11 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from ..config.options import eval_every_parts
+from ..config.parsing import eval_every_parts
 from ..tasks import signed_score
+
+
+MAX_EPOCH_EVALUATIONS = 20     # a run of more epochs (small data) evaluates this many times, evenly spaced
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Plan:
     global_batch: int                   # per device × processes × accumulation
     eval_interval: int | None           # --eval-every as a number of steps
     save_every: str | None              # --save-every: N steps, "epoch", or None
+    eval_each_epoch: bool = True        # False past MAX_EPOCH_EVALUATIONS epochs: then every eval_interval steps
 
     @classmethod
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
@@ -102,9 +106,12 @@ class Plan:
         if config.eval_every is not None:
             kind, number = eval_every_parts(config.eval_every)
             interval = number if kind == "steps" else max(1, steps_per_epoch // number)
+        each_epoch = math.ceil(total / steps_per_epoch) <= MAX_EPOCH_EVALUATIONS
+        if not each_epoch and interval is None:      # many short epochs (small data): evenly spaced instead
+            interval = math.ceil(total / MAX_EPOCH_EVALUATIONS)
         return cls(steps_per_epoch, total,
                    config.batch_size * num_processes * config.gradient_accumulation_steps, interval,
-                   config.save_every)
+                   config.save_every, each_epoch)
 
     @property
     def epochs(self) -> int:
@@ -114,8 +121,9 @@ class Plan:
         return state.step >= self.total_steps or state.stopped_early
 
     def eval_due(self, step: int) -> bool:
-        """At every epoch's end, at the last step, and every --eval-every steps."""
-        return step % self.steps_per_epoch == 0 or step >= self.total_steps or \
+        """At every epoch's end (of runs of at most MAX_EPOCH_EVALUATIONS epochs), at the last step, and every
+        --eval-every steps."""
+        return self.eval_each_epoch and step % self.steps_per_epoch == 0 or step >= self.total_steps or \
             bool(self.eval_interval) and step % self.eval_interval == 0
 
     def checkpoint_due(self, step: int, ending: bool) -> bool:

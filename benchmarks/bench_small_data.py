@@ -1,0 +1,255 @@
+"""Learning curves on small data: how each way of training does with 8 to 256 labelled rows per class, side by side
+in one run, seed by seed (every method sees the same rows for a size and seed, and is scored on the same held-out
+rows).
+
+Methods (--methods, comma-separated):
+  tuneloop          tuneloop's usual settings (`small_data="off"`)
+  tuneloop-small    tuneloop's defaults as they ship: the small-data settings (`small_data="auto"`)
+  tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults)
+  setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
+                    Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
+  tfidf             TF-IDF (word 1-2 + char 2-5 grams) + logistic regression, tuneloop's baseline (scikit-learn)
+
+Data sets (--datasets), both real and built here:
+  mrpc        GLUE MRPC as shipped (../shared/glue/MRPC): training rows sampled from train.tsv, scored on dev.tsv
+              (408 pairs). setfit takes single texts: its pairs are joined with " [SEP] ".
+  docstrings  the first paragraph of the docstrings of the public functions and classes of six installed
+              scientific Python packages (numpy, scipy, pandas, scikit-learn, networkx, sympy), label = package;
+              100 per package held out for scoring, training rows sampled from the rest.
+
+Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
+seconds. The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
+
+    python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
+    python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
+from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
+
+METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "setfit", "tfidf")
+SETFIT_SCRIPT = r"""
+import json, sys
+from datasets import Dataset
+from setfit import SetFitModel, Trainer, TrainingArguments
+job = json.load(open(sys.argv[1]))
+model = SetFitModel.from_pretrained(job["model"])
+args = TrainingArguments(seed=job["seed"])
+trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict({"text": job["texts"], "label": job["labels"]}))
+trainer.train()
+json.dump([int(p) for p in model.predict(job["eval_texts"], as_numpy=True)], open(sys.argv[2], "w"))
+"""
+
+
+# ---------------------------------------------------------------------------------------------- data
+def mrpc(data_dir: str) -> dict:
+    train, dev = read_rows(os.path.join(data_dir, "train.tsv")), read_rows(os.path.join(data_dir, "dev.tsv"))
+    return {"pool": list(zip(zip(train["sentence1"], train["sentence2"]), train["label"])),
+            "eval": list(zip(zip(dev["sentence1"], dev["sentence2"]), dev["label"])), "pair": True,
+            "labels": 2, "source": f"GLUE MRPC {data_dir}: train.tsv sampled, dev.tsv scored"}
+
+
+def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
+    from bench_long import PACKAGES, docstrings
+
+    warnings.filterwarnings("ignore")
+    rng, seen, pool, held = random.Random(seed), set(), [], []
+    for label, package in enumerate(PACKAGES):
+        firsts = {}
+        for doc in docstrings(package):
+            first = doc.split("\n\n")[0].replace("\n", " ").strip()
+            if 20 <= len(first) <= 400 and first not in seen:
+                firsts[first] = label
+        seen.update(firsts)
+        rows = sorted(firsts.items())
+        rng.shuffle(rows)
+        held += rows[:per_class_eval]
+        pool += rows[per_class_eval:]
+    return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES),
+            "source": "first paragraphs of docstrings of " + ", ".join(PACKAGES) + f"; label = package; "
+                      f"{per_class_eval} per package held out"}
+
+
+def sample(pool: list, per_class: int, seed: int) -> list:
+    rng = random.Random(seed)
+    rows = []
+    for label in sorted({y for _, y in pool}):
+        rows += rng.sample([r for r in pool if r[1] == label], per_class)
+    rng.shuffle(rows)
+    return rows
+
+
+def frame(rows: list, pair: bool):
+    import pandas as pd
+
+    if pair:
+        return pd.DataFrame({"sentence1": [x[0] for x, _ in rows], "sentence2": [x[1] for x, _ in rows],
+                             "label": [y for _, y in rows]})
+    return pd.DataFrame({"text": [x for x, _ in rows], "label": [y for _, y in rows]})
+
+
+def joined(x, pair: bool) -> str:
+    return f"{x[0]} [SEP] {x[1]}" if pair else x
+
+
+# ---------------------------------------------------------------------------------------------- methods
+def scores(predicted: list[int], truth: list[int]) -> dict:
+    from sklearn.metrics import accuracy_score, f1_score
+
+    return {"accuracy": round(float(accuracy_score(truth, predicted)), 4),
+            "f1_macro": round(float(f1_score(truth, predicted, average="macro")), 4),
+            "collapsed": len(set(predicted)) == 1}
+
+
+def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, work: str) -> dict:
+    import tuneloop
+
+    options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
+               "tuneloop-setfit": {"method": "setfit"}}[method]
+    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(data["eval"], data["pair"]),
+                            model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
+                            quiet=True, report=False, baseline="none", calibrate="none", **options)
+    predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in data["eval"]])]
+    return {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+
+
+def run_tfidf(train: list, data: dict, seed: int) -> dict:
+    from tuneloop.evaluation.baseline import _model
+
+    model = _model("single_label_classification", seed)
+    model.fit([joined(x, data["pair"]) for x, _ in train], [y for _, y in train])
+    predicted = model.predict([joined(x, data["pair"]) for x, _ in data["eval"]]).tolist()
+    return scores(predicted, [y for _, y in data["eval"]])
+
+
+def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work: str) -> dict:
+    job, out = os.path.join(work, "setfit-job.json"), os.path.join(work, "setfit-predictions.json")
+    with open(job, "w") as f:
+        json.dump({"model": model, "seed": seed, "texts": [joined(x, data["pair"]) for x, _ in train],
+                   "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in data["eval"]]},
+                  f)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
+    done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
+    return scores(json.load(open(out)), [y for _, y in data["eval"]])
+
+
+# ---------------------------------------------------------------------------------------------- summary and plot
+def summarise(runs: list) -> dict:
+    groups: dict = {}
+    for r in runs:
+        if "error" not in r:
+            groups.setdefault((r["dataset"], r["method"], r["per_class"]), []).append(r)
+    out: dict = {}
+    for (dataset, method, size), rows in sorted(groups.items()):
+        entry = {"runs": len(rows), "collapsed": sum(r["collapsed"] for r in rows),
+                 "wall_s_mean": round(statistics.mean(r["wall_s"] for r in rows), 1)}
+        for metric in ("accuracy", "f1_macro"):
+            values = [r[metric] for r in rows]
+            entry[metric] = {"mean": round(statistics.mean(values), 4),
+                             "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0}
+        out.setdefault(dataset, {}).setdefault(method, {})[str(size)] = entry
+    return out
+
+
+def plot(summary: dict, path: str) -> None:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    matplotlib.use("Agg")
+    fig = Figure(figsize=(5.5 * len(summary), 4.2))
+    for i, (dataset, methods) in enumerate(summary.items()):
+        ax = fig.add_subplot(1, len(summary), i + 1)
+        for method, sizes in methods.items():
+            xs = sorted(int(s) for s in sizes)
+            mean = [sizes[str(x)]["f1_macro"]["mean"] for x in xs]
+            std = [sizes[str(x)]["f1_macro"]["std"] for x in xs]
+            ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, label=method)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("labelled rows per class")
+        ax.set_ylabel("macro-F1 (mean ± std over seeds)")
+        ax.set_title(dataset)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+# ---------------------------------------------------------------------------------------------- main
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--datasets", default="mrpc,docstrings")
+    p.add_argument("--methods", default=",".join(METHODS))
+    p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 256], help="labelled rows per class")
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
+    p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
+    p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
+    p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-small-data.json)")
+    args = p.parse_args(argv)
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = set(methods) - set(METHODS)
+    if unknown:
+        p.error(f"unknown method(s) {sorted(unknown)}; choose from {', '.join(METHODS)}")
+    if "setfit" in methods and not args.setfit_python:
+        p.error("the setfit method needs --setfit-python (a virtualenv with `pip install torch==2.13.0 setfit`)")
+    model = str(args.model or default_model())
+    machine, date = machine_info(), dt.date.today().isoformat()
+    out = args.out or default_out(date, machine, "-small-data")
+    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set}
+    work = tempfile.mkdtemp(prefix="bench-small-data-")
+    result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
+              "methods": methods, "sizes": args.sizes, "seeds": args.seeds, "data": {}, "runs": []}
+    started = time.perf_counter()
+    for name in args.datasets.split(","):
+        data = builders[name]()
+        result["data"][name] = {"source": data["source"], "pool_rows": len(data["pool"]),
+                                "eval_rows": len(data["eval"]), "classes": data["labels"]}
+        for size in args.sizes:
+            for seed in args.seeds:
+                train = sample(data["pool"], size, seed)
+                for method in methods:
+                    t0 = time.perf_counter()
+                    try:
+                        if method == "tfidf":
+                            row = run_tfidf(train, data, seed)
+                        elif method == "setfit":
+                            row = run_setfit(train, data, seed, model, args.setfit_python, work)
+                        else:
+                            row = run_tuneloop(method, train, data, seed, model, work)
+                    except Exception as e:          # a failed run is a result too: recorded, not hidden
+                        row = {"error": f"{type(e).__name__}: {e}"[:2000]}
+                    row = {"dataset": name, "method": method, "per_class": size, "seed": seed,
+                           "wall_s": round(time.perf_counter() - t0, 1), **row}
+                    result["runs"].append(row)
+                    print(json.dumps(row), flush=True)
+                    shutil.rmtree(os.path.join(work, method), ignore_errors=True)
+                result["summary"] = summarise(result["runs"])
+                result["wall_s"] = round(time.perf_counter() - started, 1)
+                write_atomic(out, result)          # partial results survive an interrupted run
+    result["summary"] = summarise(result["runs"])
+    plot(result["summary"], out[:-len(".json")] + ".png")
+    result["plot"] = os.path.basename(out[:-len(".json")] + ".png")
+    return finish(out, result, work, shown=result["summary"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

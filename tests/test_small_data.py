@@ -1,0 +1,84 @@
+"""Small training sets (training/small_data.py): the settings decided by the number of training rows, recorded in
+config.yaml, never over an option the user set; and the evaluation spacing of runs with many short epochs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+import yaml
+from conftest import write_mrpc_folder
+
+import tuneloop
+from tuneloop import TrainConfig
+from tuneloop.config.resolve import resolve_config
+from tuneloop.tasks import REGRESSION
+from tuneloop.training import small_data
+from tuneloop.training.state import MAX_EPOCH_EVALUATIONS, Plan
+
+SINGLE = "single_label_classification"
+
+
+def adapted(rows: int, problem: str = SINGLE, **options):
+    return small_data.adapt(resolve_config(machine=False, **options), rows, problem)
+
+
+def test_defaults_on_a_small_set_train_longer_with_warmup_and_say_so(caplog):
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        config = adapted(400)              # the built-in sample's size: 50 steps an epoch at batch 8
+    assert (config.small_data, config.epochs, config.warmup_ratio, config.lr) == ("on", 4, 0.1, 5e-5)
+    assert config.epochs * 50 >= small_data.MIN_STEPS > 3 * 50
+    assert "small data, 400 training rows" in caplog.text and "--small-data off" in caplog.text
+
+
+def test_the_recipes_values_adapt_but_the_users_own_are_kept():
+    fast = adapted(400, recipe="fast")     # batch 32: 13 steps an epoch
+    assert (fast.epochs, fast.lr, fast.warmup_ratio, fast.eval_every) == (16, 5e-5, 0.1, None)
+    mine = adapted(400, recipe="fast", epochs=2, lr=2e-4, eval_every="4/epoch")
+    assert (mine.small_data, mine.epochs, mine.lr, mine.eval_every) == ("on", 2, 2e-4, "4/epoch")
+    assert {"epochs", "lr", "eval_every"} <= set(mine.chosen)
+    assert adapted(400, max_steps=30).epochs == 3             # a step budget of the user's is a choice too
+
+
+def test_off_large_regression_and_resumed_runs_are_left_alone():
+    base = resolve_config(machine=False)
+    for config, rows, problem in ((base.replace(small_data="off"), 400, SINGLE), (base, 5000, SINGLE),
+                                  (base, 400, REGRESSION), (base.replace(method="setfit"), 400, SINGLE)):
+        after = small_data.adapt(config, rows, problem)
+        assert after.small_data == "off" and (after.epochs, after.lr, after.warmup_ratio) == (3, 5e-5, 0.0)
+    forced = small_data.adapt(base.replace(small_data="on"), 5000, SINGLE)
+    assert forced.small_data == "on" and forced.warmup_ratio == 0.1 and forced.epochs == 3   # 1875 steps already
+    resumed = base.replace(small_data="on", epochs=4, resume="latest")
+    assert small_data.adapt(resumed, 400, SINGLE) is resumed   # config.yaml recorded what ran
+
+
+def test_many_short_epochs_are_evaluated_evenly_not_every_epoch():
+    plan = Plan.make(5, TrainConfig(epochs=40), 1)              # 40 epochs of 5 steps
+    due = [s for s in range(1, plan.total_steps + 1) if plan.eval_due(s)]
+    assert len(due) == MAX_EPOCH_EVALUATIONS and due[-1] == 200 and due[0] == 10
+    plan = Plan.make(5, TrainConfig(epochs=3), 1)
+    assert [s for s in range(1, 16) if plan.eval_due(s)] == [5, 10, 15]     # a few epochs: each one's end
+
+
+def test_a_small_run_records_the_settings_and_off_keeps_the_usual_ones(tiny_model, tmp_path):
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=16, n_test=4)
+    common = dict(task="mrpc", data_dir=str(data), model=tiny_model, lr=3e-3, quiet=True, report=False,
+                  baseline="none", mixed_precision="no", seed=0)
+    result = tuneloop.train(**common, output_dir=str(tmp_path / "auto"))
+    saved = yaml.safe_load((tmp_path / "auto" / "config.yaml").read_text())
+    assert (saved["small_data"], saved["epochs"], saved["warmup_ratio"], saved["lr"]) == ("on", 40, 0.1, 3e-3)
+    assert "lr" in saved["chosen"] and "epochs" not in saved["chosen"]
+    assert result["train"]["steps"] == 200
+    evaluations = [json.loads(line) for line in (tmp_path / "auto" / "metrics.jsonl").read_text().splitlines()
+                   if '"eval/accuracy"' in line]
+    assert len(evaluations) == MAX_EPOCH_EVALUATIONS
+    off = tuneloop.train(**common, small_data="off", output_dir=str(tmp_path / "off"))
+    assert off["train"]["steps"] == 15
+    assert yaml.safe_load((tmp_path / "off" / "config.yaml").read_text())["small_data"] == "off"
+
+
+@pytest.mark.parametrize("value", ["sometimes"])
+def test_a_bad_value_is_one_line(value):
+    with pytest.raises(tuneloop.ConfigError, match="--small-data: unknown value 'sometimes'"):
+        resolve_config(machine=False, small_data=value)
