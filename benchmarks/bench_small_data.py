@@ -146,7 +146,8 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
                    "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in data["eval"]]},
                   f)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
-    done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True)
+    done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True,
+                          cwd=work)            # setfit's Trainer writes checkpoints/ into its working folder
     if done.returncode != 0:
         raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
     return scores(json.load(open(out)), [y for _, y in data["eval"]])
