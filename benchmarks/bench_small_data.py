@@ -22,6 +22,11 @@ seconds. The summary is mean ± std per method, data set and size; a plot of the
 
     python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
     python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
+    python benchmarks/bench_small_data.py --resume benchmarks/results/<file>.json --sizes 16 --setfit-python ...
+
+The grid is long on a CPU (a MiniLM run is minutes; SetFit's pairs grow with the rows), so it can be run in parts:
+--resume adds to an earlier results file, skipping the (data set, size, seed, method) runs it already holds, and
+writes the summary and plot over all of them.
 """
 
 from __future__ import annotations
@@ -205,6 +210,8 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
     p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-small-data.json)")
+    p.add_argument("--resume", default=None, metavar="JSON",
+                   help="add to this earlier results file (written in place): runs it holds are not run again")
     args = p.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     unknown = set(methods) - set(METHODS)
@@ -214,12 +221,25 @@ def main(argv=None) -> int:
         p.error("the setfit method needs --setfit-python (a virtualenv with `pip install torch==2.13.0 setfit`)")
     model = str(args.model or default_model())
     machine, date = machine_info(), dt.date.today().isoformat()
-    out = args.out or default_out(date, machine, "-small-data")
     builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set}
     work = tempfile.mkdtemp(prefix="bench-small-data-")
-    result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
-              "methods": methods, "sizes": args.sizes, "seeds": args.seeds, "data": {}, "runs": []}
-    started = time.perf_counter()
+    if args.resume:
+        out, result = args.resume, json.load(open(args.resume))
+        if result["machine"].get("cpu") != machine["cpu"] or result["machine"].get("gpu") != machine["gpu"]:
+            p.error(f"{args.resume} was measured on {result['machine'].get('cpu')} / {result['machine'].get('gpu')}, "
+                    f"this is {machine['cpu']} / {machine['gpu']}: wall times would not compare; start a new file")
+        result["methods"] = [m for m in METHODS if m in set(result["methods"]) | set(methods)]
+        result["sizes"], result["seeds"] = (sorted(set(result[k]) | set(new)) for k, new in
+                                            (("sizes", args.sizes), ("seeds", args.seeds)))
+        result.setdefault("parts", []).append({"date": date, "datasets": args.datasets, "methods": methods,
+                                               "sizes": args.sizes, "seeds": args.seeds})
+    else:
+        out = args.out or default_out(date, machine, "-small-data")
+        result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
+                  "methods": methods, "sizes": args.sizes, "seeds": args.seeds, "data": {}, "runs": []}
+    done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
+    result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
+    started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
     for name in args.datasets.split(","):
         data = builders[name]()
         result["data"][name] = {"source": data["source"], "pool_rows": len(data["pool"]),
@@ -228,6 +248,8 @@ def main(argv=None) -> int:
             for seed in args.seeds:
                 train = sample(data["pool"], size, seed)
                 for method in methods:
+                    if (name, size, seed, method) in done:
+                        continue
                     t0 = time.perf_counter()
                     try:
                         if method == "tfidf":
@@ -244,7 +266,7 @@ def main(argv=None) -> int:
                     print(json.dumps(row), flush=True)
                     shutil.rmtree(os.path.join(work, method), ignore_errors=True)
                 result["summary"] = summarise(result["runs"])
-                result["wall_s"] = round(time.perf_counter() - started, 1)
+                result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
                 write_atomic(out, result)          # partial results survive an interrupted run
     result["summary"] = summarise(result["runs"])
     plot(result["summary"], out[:-len(".json")] + ".png")
