@@ -83,6 +83,17 @@ def test_pairs_are_setfits():
     assert 0 < target.mean() < 1 and len(set(target.round(3))) >= 3
 
 
+def test_the_body_optimizer_leaves_the_head_out():
+    from tuneloop.model.optim import build_optimizer
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.Linear(4, 2))
+    head = model[2]
+    optimizer = build_optimizer(model, 1e-3, 0.01, "cpu", exclude=head.parameters())
+    decay, no_decay = (group["params"] for group in optimizer.param_groups)
+    assert [id(p) for p in decay] == [id(model[0].weight)]              # no decay on biases and LayerNorm
+    assert {id(p) for p in no_decay} == {id(model[0].bias), id(model[1].weight), id(model[1].bias)}
+
+
 def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     result, _, _, out = setfit_run
     stage = result["setfit"]

@@ -4,6 +4,7 @@ config.yaml, never over an option the user set; and the evaluation spacing of ru
 from __future__ import annotations
 
 import json
+import math
 import logging
 
 import pytest
@@ -51,6 +52,14 @@ def test_off_large_regression_and_resumed_runs_are_left_alone():
     assert forced.small_data == "on" and forced.warmup_ratio == 0.1 and forced.epochs == 3   # 1875 steps already
     resumed = base.replace(small_data="on", epochs=4, resume="latest")
     assert small_data.adapt(resumed, 400, SINGLE) is resumed   # config.yaml recorded what ran
+
+
+def test_the_steps_decided_are_the_steps_the_plan_runs():
+    for rows, batch, accumulation in ((400, 8, 1), (48, 8, 1), (400, 32, 1), (123, 8, 3), (10, 16, 2)):
+        config = adapted(rows, batch_size=batch, gradient_accumulation_steps=accumulation)
+        plan = Plan.make(math.ceil(rows / batch), config, 1)          # the loader's batches of one process
+        assert plan.total_steps >= small_data.MIN_STEPS or config.epochs == small_data.MAX_EPOCHS
+        assert (config.epochs - 1) * plan.steps_per_epoch < small_data.MIN_STEPS    # no epoch more than needed
 
 
 def test_many_short_epochs_are_evaluated_evenly_not_every_epoch():

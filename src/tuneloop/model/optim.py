@@ -4,13 +4,14 @@ biases and LayerNorm weights, and a transformers schedule with warmup."""
 from __future__ import annotations
 
 
-def build_optimizer(model, lr: float, weight_decay: float, device_type: str):
-    """torch AdamW; no decay on biases and LayerNorm weights; fused kernel where the device has one."""
+def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exclude=()):
+    """torch AdamW over the model's trainable parameters but those in `exclude`; no decay on biases and LayerNorm
+    weights; fused kernel where the device has one."""
     import torch
 
-    decay, no_decay = [], []
+    decay, no_decay, left_out = [], [], {id(p) for p in exclude}
     for name, param in model.named_parameters():
-        if not param.requires_grad:
+        if not param.requires_grad or id(param) in left_out:
             continue
         lowered = name.lower()
         skip = param.ndim < 2 or "bias" in lowered or "layernorm" in lowered or "layer_norm" in lowered

@@ -28,7 +28,7 @@ import torch
 
 from ..data.batching import make_collator
 from ..exceptions import ConfigError
-from ..model.optim import build_scheduler
+from ..model.optim import build_optimizer, build_scheduler
 from ..runtime.machine import interactive
 from ..tasks import MULTI_LABEL, REGRESSION
 
@@ -184,12 +184,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc) -> dict:
     size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
     starts = [s for s in range(0, len(first), size) if min(size, len(first) - s) >= processes]
     total = len(starts) * cfg.setfit_epochs
-    head_params = {id(p) for p in head.parameters()}
-    params = [p for p in model.parameters() if p.requires_grad and id(p) not in head_params]
-    decay = [p for p in params if p.ndim >= 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                                   {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}],
-                                  lr=cfg.setfit_lr)
+    optimizer = build_optimizer(model, cfg.setfit_lr, cfg.weight_decay, acc.device.type, exclude=head.parameters())
+    params = [p for group in optimizer.param_groups for p in group["params"]]     # the body's: the head is fitted
     scheduler = build_scheduler(optimizer, "linear", total, 0, 0.1)
     clip = 1.0 if cfg.max_grad_norm is None else cfg.max_grad_norm     # SetFit clips at 1 (0: no clipping)
     scaler = torch.amp.GradScaler(acc.device.type) if getattr(acc, "scaler", None) is not None else None

@@ -22,6 +22,7 @@ import math
 
 from ..config.options import TrainConfig
 from ..tasks import REGRESSION
+from . import state
 
 log = logging.getLogger("tuneloop")
 
@@ -55,8 +56,8 @@ def adapt(config: TrainConfig, train_rows: int, problem_type: str, num_processes
         return config.replace(small_data="off")
     changes: dict = {"small_data": "on"}
     said = []
-    global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
-    steps_per_epoch = max(1, math.ceil(train_rows / global_batch))
+    batches = math.ceil(train_rows / (config.batch_size * num_processes))       # each process's loader batches
+    steps_per_epoch = max(1, state.optimizer_steps_per_epoch(batches, config.gradient_accumulation_steps))
     if config.max_steps is None and left_to_tuneloop(config, "epochs") \
             and config.epochs * steps_per_epoch < MIN_STEPS:
         epochs = min(MAX_EPOCHS, math.ceil(MIN_STEPS / steps_per_epoch))

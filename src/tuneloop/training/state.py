@@ -84,6 +84,11 @@ class TrainState:
         return state
 
 
+def optimizer_steps_per_epoch(batches_per_epoch: int, accumulation: int) -> int:
+    """Optimizer steps in an epoch of this many loader batches (a last, shorter accumulation steps too)."""
+    return math.ceil(batches_per_epoch / accumulation)
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the run will do, fixed at set-up (after `accelerator.prepare`, when the loader holds this process's
@@ -98,18 +103,18 @@ class Plan:
 
     @classmethod
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
-        steps_per_epoch = math.ceil(batches_per_epoch / config.gradient_accumulation_steps)
-        total = config.max_steps or config.epochs * steps_per_epoch
+        steps = optimizer_steps_per_epoch(batches_per_epoch, config.gradient_accumulation_steps)
+        total = config.max_steps or config.epochs * steps
         if config.method == "setfit" and config.setfit_head == "logistic":
             total = 0                   # the head is fitted before the loop (contrastive.py): no loop steps
         interval = None
         if config.eval_every is not None:
             kind, number = eval_every_parts(config.eval_every)
-            interval = number if kind == "steps" else max(1, steps_per_epoch // number)
-        each_epoch = math.ceil(total / steps_per_epoch) <= MAX_EPOCH_EVALUATIONS
+            interval = number if kind == "steps" else max(1, steps // number)
+        each_epoch = math.ceil(total / steps) <= MAX_EPOCH_EVALUATIONS
         if not each_epoch and interval is None:      # many short epochs (small data): evenly spaced instead
             interval = math.ceil(total / MAX_EPOCH_EVALUATIONS)
-        return cls(steps_per_epoch, total,
+        return cls(steps, total,
                    config.batch_size * num_processes * config.gradient_accumulation_steps, interval,
                    config.save_every, each_epoch)
 
