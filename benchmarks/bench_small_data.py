@@ -49,6 +49,8 @@ sys.path.insert(0, HERE)
 from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
 from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
 
+from tuneloop.exceptions import Interrupted  # noqa: E402
+
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "setfit", "tfidf")
 SETFIT_SCRIPT = r"""
 import json, sys
@@ -258,6 +260,8 @@ def main(argv=None) -> int:
                             row = run_setfit(train, data, seed, model, args.setfit_python, work)
                         else:
                             row = run_tuneloop(method, train, data, seed, model, work)
+                    except Interrupted:             # Ctrl-C stops the benchmark, not just this run
+                        raise
                     except Exception as e:          # a failed run is a result too: recorded, not hidden
                         row = {"error": f"{type(e).__name__}: {e}"[:2000]}
                     row = {"dataset": name, "method": method, "per_class": size, "seed": seed,
