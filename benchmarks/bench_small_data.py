@@ -138,9 +138,9 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
 
 
 def run_tfidf(train: list, data: dict, seed: int) -> dict:
-    from tuneloop.evaluation.baseline import _model
+    from tuneloop.evaluation.baseline import baseline_model
 
-    model = _model("single_label_classification", seed)
+    model = baseline_model("single_label_classification", seed)
     model.fit([joined(x, data["pair"]) for x, _ in train], [y for _, y in train])
     predicted = model.predict([joined(x, data["pair"]) for x, _ in data["eval"]]).tolist()
     return scores(predicted, [y for _, y in data["eval"]])

@@ -28,7 +28,9 @@ def _targets(table, encoder: LabelEncoder) -> np.ndarray:
     return np.asarray([encoder(raw, pos) for raw, pos in zip(columns["label"], columns["pos"])])
 
 
-def _model(problem_type: str, seed: int):
+def baseline_model(problem_type: str, seed: int):
+    """The unfitted scikit-learn pipeline of the baseline for this kind of problem (also what
+    benchmarks/bench_small_data.py scores as TF-IDF)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.multiclass import OneVsRestClassifier
@@ -72,7 +74,7 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     if labels.problem_type != REGRESSION and labels.problem_type != MULTI_LABEL and len(np.unique(y_train)) < 2:
         return None
     started = time.perf_counter()
-    model = _model(labels.problem_type, seed).fit(_texts(raw.train, raw.pair), y_train)
+    model = baseline_model(labels.problem_type, seed).fit(_texts(raw.train, raw.pair), y_train)
     logits = _logits(model, _texts(table, raw.pair), labels.problem_type, labels.num_labels)
     metrics = compute(metric_names, logits, y_eval, labels.problem_type)
     metrics.update(loss=loss_from_logits(logits, y_eval, labels.problem_type), num_samples=int(len(y_eval)))

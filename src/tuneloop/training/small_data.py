@@ -10,9 +10,9 @@ an option left at its default or at the --recipe's value (one you set, by flag, 
 - learning rate: at most MAX_LR,
 - evaluation: once per epoch (at most 20 times, training/state.py), not a recipe's several times per epoch.
 
-Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample, the first size of
-bench_small_data.py): see the small-data guide. Regression is left alone (it cannot collapse to a class); so is --method setfit, whose own
-stage is built for few rows.
+Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample over 5 seeds, bench_small_data.py at
+8 rows per class): see the small-data guide. Regression is left alone (it cannot collapse to a class); so is
+--method setfit, whose own stage is built for few rows.
 """
 
 from __future__ import annotations
