@@ -178,7 +178,8 @@ def summarise(runs: list) -> dict:
     return out
 
 
-def plot(summary: dict, path: str) -> None:
+def plot(summary: dict, path: str) -> str:
+    """Draws the curves into `path` (written whole, then moved into place); returns its file name."""
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -192,13 +193,18 @@ def plot(summary: dict, path: str) -> None:
             std = [sizes[str(x)]["f1_macro"]["std"] for x in xs]
             ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, label=method)
         ax.set_xscale("log", base=2)
+        shown = sorted({int(s) for sizes in methods.values() for s in sizes})
+        ax.set_xticks(shown, [str(x) for x in shown])
+        ax.minorticks_off()
         ax.set_xlabel("labelled rows per class")
         ax.set_ylabel("macro-F1 (mean ± std over seeds)")
         ax.set_title(dataset)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path + ".tmp.png", dpi=110)
+    os.replace(path + ".tmp.png", path)
+    return os.path.basename(path)
 
 
 # ---------------------------------------------------------------------------------------------- main
@@ -271,10 +277,10 @@ def main(argv=None) -> int:
                     shutil.rmtree(os.path.join(work, method), ignore_errors=True)
                 result["summary"] = summarise(result["runs"])
                 result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
-                write_atomic(out, result)          # partial results survive an interrupted run
+                result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
+                write_atomic(out, result)          # partial results (and their plot) survive an interrupted run
     result["summary"] = summarise(result["runs"])
-    plot(result["summary"], out[:-len(".json")] + ".png")
-    result["plot"] = os.path.basename(out[:-len(".json")] + ".png")
+    result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
     return finish(out, result, work, shown=result["summary"])
 
 
