@@ -279,8 +279,6 @@ def main(argv=None) -> int:
                 result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
                 result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
                 write_atomic(out, result)          # partial results (and their plot) survive an interrupted run
-    result["summary"] = summarise(result["runs"])
-    result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
     return finish(out, result, work, shown=result["summary"])
 
 

@@ -4,8 +4,8 @@ config.yaml, never over an option the user set; and the evaluation spacing of ru
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 
 import pytest
 import yaml
