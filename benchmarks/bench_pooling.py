@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
-import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _mrpc import default_model  # noqa: E402
-from bench_small_data import docstring_set, sample  # noqa: E402
+from bench_small_data import docstring_set, mean_std, sample  # noqa: E402
 from bench_train import default_out, finish, machine_info  # noqa: E402
 
 
@@ -76,9 +75,7 @@ def main(argv=None) -> int:
     for size in args.sizes:
         for name in ("pooler", "mean"):
             got = [r["accuracy"] for r in runs if r["per_class"] == size and r["embedding"] == name]
-            summary.setdefault(str(size), {})[name] = {
-                "accuracy_mean": round(statistics.mean(got), 4),
-                "accuracy_std": round(statistics.stdev(got), 4) if len(got) > 1 else 0.0, "runs": len(got)}
+            summary.setdefault(str(size), {})[name] = {"runs": len(got), "accuracy": mean_std(got)}
     date = dt.date.today().isoformat()
     result = {"benchmark": "few-shot head: pooler output against mean pooling (untrained model)", "date": date,
               "machine": machine, "model": model, "data": data["source"], "sizes": args.sizes, "seeds": args.seeds,

@@ -161,6 +161,12 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
 
 
 # ---------------------------------------------------------------------------------------------- summary and plot
+def mean_std(values: list) -> dict:
+    """Mean and sample standard deviation over seeds (0 for one seed), rounded as the results files hold them."""
+    return {"mean": round(statistics.mean(values), 4),
+            "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0}
+
+
 def summarise(runs: list) -> dict:
     groups: dict = {}
     for r in runs:
@@ -171,9 +177,7 @@ def summarise(runs: list) -> dict:
         entry = {"runs": len(rows), "collapsed": sum(r["collapsed"] for r in rows),
                  "wall_s_mean": round(statistics.mean(r["wall_s"] for r in rows), 1)}
         for metric in ("accuracy", "f1_macro"):
-            values = [r[metric] for r in rows]
-            entry[metric] = {"mean": round(statistics.mean(values), 4),
-                             "std": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0}
+            entry[metric] = mean_std([r[metric] for r in rows])
         out.setdefault(dataset, {}).setdefault(method, {})[str(size)] = entry
     return out
 
