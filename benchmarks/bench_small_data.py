@@ -5,7 +5,10 @@ rows).
 Methods (--methods, comma-separated):
   tuneloop          tuneloop's usual settings (`small_data="off"`)
   tuneloop-small    tuneloop's defaults as they ship: the small-data settings (`small_data="auto"`)
-  tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults)
+  tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults: on the embedded MiniLM, a
+                    sentence-transformer, the head reads mean pooling, `setfit_pooling="mean"`)
+  tuneloop-setfit-head  the same with `setfit_pooling="head"`: the head reads BERT's pooler output (what the stage
+                    read before --setfit-pooling existed)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   tfidf             TF-IDF (word 1-2 + char 2-5 grams) + logistic regression, tuneloop's baseline (scikit-learn)
@@ -51,7 +54,7 @@ from bench_train import default_out, finish, machine_info, write_atomic  # noqa:
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
-METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "setfit", "tfidf")
+METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "tfidf")
 SETFIT_SCRIPT = r"""
 import json, sys
 from datasets import Dataset
@@ -129,7 +132,8 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     import tuneloop
 
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
-               "tuneloop-setfit": {"method": "setfit"}}[method]
+               "tuneloop-setfit": {"method": "setfit"},
+               "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"}}[method]
     result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(data["eval"], data["pair"]),
                             model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
                             quiet=True, report=False, baseline="none", calibrate="none", **options)

@@ -39,6 +39,7 @@ BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
 SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
 METHODS, SETFIT_HEADS = ("finetune", "setfit"), ("logistic", "end-to-end")   # training/contrastive.py
+SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
@@ -165,6 +166,10 @@ class TrainConfig:
     setfit_batch_size: int = opt(16, "--method setfit: pairs per step", "training", metavar="N")
     setfit_head: str = opt("logistic", "--method setfit: logistic (the fitted head is the model: no loop steps) or "
                            "end-to-end (then --epochs of the loop over every weight)", "training", SETFIT_HEADS)
+    setfit_pooling: str = opt("auto", "--method setfit: the embedding the head reads: mean (of the last hidden "
+                              "states, normalised, as a sentence-transformer; BERT-family models) or head (the "
+                              "model's own, e.g. BERT's pooler); auto: mean for a sentence-transformer trained with "
+                              "it, and config.yaml records which", "training", SETFIT_POOLINGS)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
     seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
@@ -320,6 +325,7 @@ class TrainConfig:
                               ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
                               ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
                               ("small_data", SMALL_DATA), ("method", METHODS), ("setfit_head", SETFIT_HEADS),
+                              ("setfit_pooling", SETFIT_POOLINGS),
                               ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
             need(getattr(self, name) in choices, name,
                  f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")

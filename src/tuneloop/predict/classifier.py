@@ -44,6 +44,8 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
     """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
+    from ..model.pooling import restore as restore_pooling
+
     try:
         if is_onnx_folder(path):
             from .. import extras
@@ -55,7 +57,7 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
             base = resolve_model(meta.get("base_model") or _adapter_base(path))
             model = load_adapter_model(path, base)
         else:
-            model = AutoModelForSequenceClassification.from_pretrained(path)
+            model = restore_pooling(AutoModelForSequenceClassification.from_pretrained(path))
         return model, model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None

@@ -9,10 +9,13 @@ before the training loop.
    copied into the model's final classification Linear, so that the model's softmax (sigmoid) is the regression's
    predict_proba.
 
-A row's embedding is the input of that final Linear (BERT: the pooler's output; RoBERTa: the head's dense + tanh;
-DeBERTa: the context pooler; decoders: the last token's hidden state), caught by a forward pre-hook while the
-prepared model runs as the loop runs it. The model stays a plain AutoModelForSequenceClassification, so everything
-after (evaluation, decision rule, model folder, export, serving, a transformers pipeline) is unchanged. Several
+A row's embedding is the input of that final Linear, caught by a forward pre-hook while the prepared model runs as
+the loop runs it: with `--setfit-pooling mean` (auto for a sentence-transformer such as the embedded MiniLM) the mean
+of the last hidden states that replaced the pooler (model/pooling.py), as the setfit package reads it; with `head`
+the model's own (BERT: the pooler's output; RoBERTa: the head's dense + tanh; DeBERTa: the context pooler;
+decoders: the last token's hidden state). The model stays an AutoModelForSequenceClassification, so everything
+after (evaluation, decision rule, model folder, export, serving) is unchanged; with `head`, a transformers pipeline
+too. Several
 processes: every process draws the same pairs and takes its share of each step's pairs; gradients are averaged
 through the prepared (DDP) model."""
 
@@ -166,7 +169,7 @@ def train_body_and_head(run) -> dict:
             broadcast(p.data, from_process=0)
     model.train()
     seconds = time.perf_counter() - started
-    summary = {**body, "head": cfg.setfit_head, "head_fit_s": fitted["seconds"],
+    summary = {**body, "head": cfg.setfit_head, "pooling": cfg.setfit_pooling, "head_fit_s": fitted["seconds"],
                "head_train_accuracy": fitted["train_accuracy"], "seconds": round(seconds, 3)}
     log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
              f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "

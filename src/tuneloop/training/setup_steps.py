@@ -20,6 +20,7 @@ from ..data.sources import resolve_data_dir
 from ..decision.fit import check_decision_options
 from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
+from ..model import pooling
 from ..model.attention import choose as choose_attention
 from ..model.loading import check_max_length, load_model, model_class, model_config
 from ..model.lora import add_adapters, trainable_summary
@@ -149,6 +150,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
                                       config.compiled)
     model, new = load_model(config.model, model_cfg, attention, loading_info=True)
     check_vocabulary(tokenizer, model, config.model)
+    pooled = setup_pooling(config, model)
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
         model = add_adapters(model, config, new)
         log.info(f"LoRA r={config.lora_r}: {trainable_summary(model)}")
@@ -161,7 +163,25 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
         model.get_input_embeddings().weight.requires_grad_(False)
     if config.attention == "auto":
         log.info(f"attention: {attention} ({why})")
-    return model, attention
+    return model, attention, pooled
+
+
+def setup_pooling(config: TrainConfig, model) -> str:
+    """--method setfit: the embedding its head reads (model/pooling.py), the pooler swapped for the mean when that
+    is chosen; returns the choice, for config.yaml."""
+    if config.method != "setfit":
+        return config.setfit_pooling
+    chosen, why = pooling.choose(config.setfit_pooling, config.model, model)
+    if chosen == "mean" and config.lora:
+        if config.setfit_pooling == "mean":
+            raise ConfigError("--setfit-pooling mean does not combine with --lora (the adapters keep the model's "
+                              "pooler); use --setfit-pooling head, or train without --lora")
+        chosen, why = "head", "--lora keeps the model's pooler"
+    if chosen == "mean":
+        pooling.use_mean(model)
+    if config.setfit_pooling == "auto":
+        log.info(f"SetFit pooling: {chosen} ({why})")
+    return chosen
 
 
 def setup_run_folder(config: TrainConfig, data: PreparedData, accelerator) -> Path:
@@ -287,8 +307,8 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     config = small_data.adapt(config, len(data.train), data.labels.problem_type, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
-    model, attention = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
-    config = config.replace(attention=attention)        # what ran, as config.yaml records it
+    model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
+    config = config.replace(attention=attention, setfit_pooling=pooled)     # what ran, as config.yaml records it
     loss = setup_loss(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)

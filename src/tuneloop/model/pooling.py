@@ -1,0 +1,110 @@
+"""The sentence embedding a classification head reads (`--setfit-pooling`).
+
+A plain AutoModelForSequenceClassification of the BERT family feeds its classifier the pooler's output: the [CLS]
+vector through a dense layer and a tanh. A sentence-transformer (the embedded all-MiniLM-L6-v2) was never trained
+through that pooler: it was trained to give the attention-masked mean of its last hidden states, L2-normalised (its
+`1_Pooling` and `Normalize` modules), and that is what the setfit package's head reads. `mean` swaps the pooler for
+exactly that mean (`MeanPooler`, no weights); `head` keeps the model's own.
+
+The swap is recorded in the model's config (CONFIG_KEY: "mean"), and `restore` re-makes it whenever tuneloop loads
+the folder (tuneloop.load, predict, export, serve). The saved folder holds no pooler weights, so plain transformers
+loads it with its warning that the pooler's weights are newly initialised: a loud sign that the folder needs tuneloop,
+never a silently different model.
+
+Which models: those whose classifier reads the base model's pooler (BERT and its kin: `base_model.pooler` takes the
+hidden states). RoBERTa, MPNet, DeBERTa and decoders pool inside their heads; they keep `head`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import torch
+
+from ..exceptions import ConfigError
+
+log = logging.getLogger("tuneloop")
+
+CONFIG_KEY = "tuneloop_pooling"          # in the model's config.json: "mean" when the pooler was swapped
+ST_POOLING_FILE = "1_Pooling/config.json"  # a sentence-transformers folder's pooling
+
+
+class MeanPooler(torch.nn.Module):
+    """Stands where the pooler stood: the attention-masked mean of the hidden states, L2-normalised. The mask is
+    handed over by a forward pre-hook on the base model (a pooler is called with the hidden states alone)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mask = None
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        mask, self.mask = self.mask, None
+        if mask is None:
+            mask = torch.ones(hidden_states.shape[:2], device=hidden_states.device)
+        weights = mask.unsqueeze(-1).to(hidden_states.dtype)
+        mean = (hidden_states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(mean, dim=-1)
+
+
+def _keep_mask(pooler: MeanPooler):
+    def hook(module, args, kwargs):
+        mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+        pooler.mask = mask if mask is not None and mask.dim() == 2 else None
+    return hook
+
+
+def supports_mean(model) -> bool:
+    """Whether the model's classifier reads a pooler of the hidden states that can be swapped."""
+    pooler = getattr(getattr(model, "base_model", None), "pooler", None)
+    return isinstance(pooler, MeanPooler) or (pooler is not None and type(pooler).__name__.endswith("Pooler")
+                                              and isinstance(getattr(pooler, "dense", None), torch.nn.Linear))
+
+
+def use_mean(model) -> None:
+    """Swap the model's pooler for MeanPooler, in place, and record it in the model's config."""
+    base = model.base_model
+    if isinstance(base.pooler, MeanPooler):
+        return
+    if not supports_mean(model):
+        raise ConfigError(f"--setfit-pooling mean: the {model.config.model_type} architecture's classifier does not "
+                          "read a pooler that can be swapped (BERT-family models do); use --setfit-pooling head")
+    base.pooler = MeanPooler().to(base.device)
+    base.register_forward_pre_hook(_keep_mask(base.pooler), with_kwargs=True)
+    setattr(model.config, CONFIG_KEY, "mean")
+
+
+def restore(model):
+    """The model as its run saved it: the swap re-made where its config records one. Returns the model."""
+    if getattr(model.config, CONFIG_KEY, None) == "mean":
+        use_mean(model)
+    return model
+
+
+def sentence_transformer_pooling(name: str) -> str | None:
+    """The pooling a sentence-transformers model folder (or Hub id) declares ("mean", "cls", ...), or None."""
+    from transformers.utils import cached_file
+
+    try:
+        path = cached_file(name, ST_POOLING_FILE, _raise_exceptions_for_missing_entries=False,
+                           _raise_exceptions_for_connection_errors=False)
+        if not path:
+            return None
+        with open(path, encoding="utf-8") as f:
+            modes = json.load(f)
+    except (OSError, ValueError):
+        return None
+    chosen = [k[len("pooling_mode_"):] for k, on in modes.items() if k.startswith("pooling_mode_") and on is True]
+    return {"mean_tokens": "mean", "cls_token": "cls"}.get(chosen[0], chosen[0]) if len(chosen) == 1 else None
+
+
+def choose(asked: str, name: str, model) -> tuple[str, str]:
+    """(the pooling --method setfit's head reads, why) for `asked` (auto, head or mean)."""
+    if asked != "auto":
+        return asked, "as asked"
+    declared = sentence_transformer_pooling(name)
+    if declared != "mean":
+        return "head", "the model declares no sentence-transformers mean pooling"
+    if not supports_mean(model):
+        return "head", f"a sentence-transformer, but {model.config.model_type}'s classifier pools inside its head"
+    return "mean", "the model is a sentence-transformer trained with mean pooling"

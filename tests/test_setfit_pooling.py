@@ -1,0 +1,111 @@
+"""--setfit-pooling (model/pooling.py): on a sentence-transformer folder `auto` swaps the BERT pooler for the masked
+mean of the last hidden states, normalised; the head is the logistic regression on exactly that; padding does not
+change it; the folder loads, predicts and exports through tuneloop, and plain transformers sees the pooler missing;
+architectures without a swappable pooler, and --lora, are refused when `mean` is asked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from test_contrastive import SETFIT, head_inputs_and_probabilities, lr_probabilities, pair_rows, write_pairs
+
+import tuneloop
+from conftest import fast_options
+from families import family_folder
+from tuneloop.exceptions import ConfigError
+from tuneloop.model.pooling import CONFIG_KEY, MeanPooler, sentence_transformer_pooling
+
+
+@pytest.fixture(scope="module")
+def sentence_transformer(tiny_model, tmp_path_factory) -> str:
+    """The tiny BERT as a sentence-transformers folder declaring mean pooling (as all-MiniLM-L6-v2 does)."""
+    folder = tmp_path_factory.mktemp("tiny-st") / "model"
+    shutil.copytree(tiny_model, folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 32, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
+         "pooling_mode_max_tokens": False}))
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def mean_run(sentence_transformer, tmp_path_factory):
+    train, dev = pair_rows(32, 0), pair_rows(40, 1)
+    folder = tmp_path_factory.mktemp("setfit-mean")
+    out = folder / "run"
+    result = tuneloop.train(**fast_options(sentence_transformer, **SETFIT),
+                            train_file=write_pairs(folder / "train.csv", train),
+                            validation_file=write_pairs(folder / "dev.csv", dev), output_dir=str(out))
+    return result, train, dev, out
+
+
+def masked_means(model, tokenizer, items) -> np.ndarray:
+    """The normalised attention-masked mean of the base model's last hidden states, computed here, one batch."""
+    first, second = zip(*items)
+    batch = tokenizer(list(first), list(second), padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model.base_model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    return torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1).numpy()
+
+
+def test_auto_reads_the_declared_pooling(sentence_transformer, tiny_model):
+    assert sentence_transformer_pooling(sentence_transformer) == "mean"
+    assert sentence_transformer_pooling(tiny_model) is None
+
+
+def test_auto_swaps_the_pooler_for_the_mean_and_fits_the_head_on_it(mean_run):
+    result, (texts, labels), _, out = mean_run
+    assert result["setfit"]["pooling"] == "mean"
+    assert "setfit_pooling: mean" in (out / "config.yaml").read_text()
+    assert json.loads((out / "model" / "config.json").read_text())[CONFIG_KEY] == "mean"
+    clf = tuneloop.load(out)
+    assert isinstance(clf.model.base_model.pooler, MeanPooler)
+    features, probabilities, intercept = head_inputs_and_probabilities(clf, texts)
+    assert np.allclose(features, masked_means(clf.model, clf.tokenizer, texts), atol=1e-5)   # the head reads the mean
+    assert np.allclose(np.linalg.norm(features, axis=1), 1.0, atol=1e-5)
+    y = np.array([clf.labels.index(label) for label in labels])
+    assert np.abs(probabilities - lr_probabilities(features, y, intercept)).max() <= 1e-4
+    assert result["eval"]["accuracy"] >= 0.8
+
+
+def test_padding_does_not_change_a_prediction(mean_run):
+    _, (texts, _), _, out = mean_run
+    clf = tuneloop.load(out)
+    long = (texts[0][0] + " " + " ".join(["alpha beta"] * 20), texts[0][1])
+    alone = np.concatenate([clf.predict_proba([item], raw=True) for item in texts[:6]])
+    together = clf.predict_proba(texts[:6] + [long], raw=True)[:6]        # padded to the long row's length
+    assert np.abs(alone - together).max() < 1e-5
+
+
+def test_the_folder_exports_and_plain_transformers_sees_no_pooler(mean_run, tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    from tuneloop.cli.main import main
+
+    _, _, _, out = mean_run
+    _, info = AutoModelForSequenceClassification.from_pretrained(out / "model", output_loading_info=True)
+    assert any("pooler" in key for key in info["missing_keys"])           # transformers' loud "newly initialized"
+    target = tmp_path / "onnx"
+    assert main(["export", str(out), "--output", str(target), "--quiet"]) == 0
+    report = json.loads((target / "export_report.json").read_text())
+    assert report["gate"]["verdict"] == "pass" and report["gate"]["max_logit_difference"] < 1e-4
+
+
+def test_mean_is_refused_where_it_cannot_apply(tmp_path_factory, tmp_path, tiny_model):
+    train = pair_rows(16, 0)
+    roberta = str(family_folder("roberta", tmp_path_factory))
+    with pytest.raises(ConfigError, match="--setfit-pooling mean: the roberta architecture") as caught:
+        tuneloop.train(**fast_options(roberta, **SETFIT, setfit_pooling="mean"), train=train, validation=train,
+                       output_dir=str(tmp_path / "run"))
+    assert "\n" not in str(caught.value) and not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match="does not combine with --lora"):
+        tuneloop.train(**fast_options(tiny_model, **SETFIT, setfit_pooling="mean", lora=True), train=train,
+                       validation=train, output_dir=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match="--setfit-pooling"):
+        tuneloop.train(**fast_options(tiny_model, **SETFIT, setfit_pooling="max"), train=train,
+                       output_dir=str(tmp_path / "run"))
