@@ -11,11 +11,11 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from conftest import fast_options
+from families import family_folder
 from test_contrastive import SETFIT, head_inputs_and_probabilities, lr_probabilities, pair_rows, write_pairs
 
 import tuneloop
-from conftest import fast_options
-from families import family_folder
 from tuneloop.exceptions import ConfigError
 from tuneloop.model.pooling import CONFIG_KEY, MeanPooler, sentence_transformer_pooling
 
