@@ -31,6 +31,8 @@ def embedder(model_dir: str, max_length: int = 128, batch: int = 64):
     import torch
     from transformers import AutoModel, AutoTokenizer
 
+    from tuneloop.model.pooling import masked_mean
+
     tokenizer, model = AutoTokenizer.from_pretrained(model_dir), AutoModel.from_pretrained(model_dir).eval()
 
     @torch.no_grad()
@@ -40,9 +42,8 @@ def embedder(model_dir: str, max_length: int = 128, batch: int = 64):
             inputs = tokenizer(texts[i:i + batch], padding=True, truncation=True, max_length=max_length,
                                return_tensors="pt")
             out = model(**inputs)
-            mask = inputs["attention_mask"].unsqueeze(-1).float()
             pooled.append(out.pooler_output)
-            mean.append(torch.nn.functional.normalize((out.last_hidden_state * mask).sum(1) / mask.sum(1), dim=-1))
+            mean.append(masked_mean(out.last_hidden_state, inputs["attention_mask"]))
         return {"pooler": torch.cat(pooled).numpy(), "mean": torch.cat(mean).numpy()}
 
     return embed

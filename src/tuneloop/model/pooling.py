@@ -18,13 +18,10 @@ hidden states). RoBERTa, MPNet, DeBERTa and decoders pool inside their heads; th
 from __future__ import annotations
 
 import json
-import logging
 
 import torch
 
 from ..exceptions import ConfigError
-
-log = logging.getLogger("tuneloop")
 
 CONFIG_KEY = "tuneloop_pooling"          # in the model's config.json: "mean" when the pooler was swapped
 ST_POOLING_FILE = "1_Pooling/config.json"  # a sentence-transformers folder's pooling
@@ -40,11 +37,17 @@ class MeanPooler(torch.nn.Module):
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         mask, self.mask = self.mask, None
-        if mask is None:
-            mask = torch.ones(hidden_states.shape[:2], device=hidden_states.device)
-        weights = mask.unsqueeze(-1).to(hidden_states.dtype)
-        mean = (hidden_states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(mean, dim=-1)
+        return masked_mean(hidden_states, mask)
+
+
+def masked_mean(hidden_states: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """[rows, tokens, features] → [rows, features]: the mean over the tokens the attention mask keeps (all of them
+    without a mask), L2-normalised, as sentence-transformers' Pooling + Normalize."""
+    if mask is None:
+        mask = torch.ones(hidden_states.shape[:2], device=hidden_states.device)
+    weights = mask.unsqueeze(-1).to(hidden_states.dtype)
+    mean = (hidden_states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(mean, dim=-1)
 
 
 def _keep_mask(pooler: MeanPooler):
@@ -57,8 +60,7 @@ def _keep_mask(pooler: MeanPooler):
 def supports_mean(model) -> bool:
     """Whether the model's classifier reads a pooler of the hidden states that can be swapped."""
     pooler = getattr(getattr(model, "base_model", None), "pooler", None)
-    return isinstance(pooler, MeanPooler) or (pooler is not None and type(pooler).__name__.endswith("Pooler")
-                                              and isinstance(getattr(pooler, "dense", None), torch.nn.Linear))
+    return type(pooler).__name__.endswith("Pooler") and isinstance(getattr(pooler, "dense", None), torch.nn.Linear)
 
 
 def use_mean(model) -> None:
@@ -98,8 +100,12 @@ def sentence_transformer_pooling(name: str) -> str | None:
     return {"mean_tokens": "mean", "cls_token": "cls"}.get(chosen[0], chosen[0]) if len(chosen) == 1 else None
 
 
-def choose(asked: str, name: str, model) -> tuple[str, str]:
-    """(the pooling --method setfit's head reads, why) for `asked` (auto, head or mean)."""
+def choose(asked: str, name: str, model, lora: bool = False) -> tuple[str, str]:
+    """(the pooling --method setfit's head reads, why) for `asked` (auto, head or mean); `mean` is refused with
+    --lora (the adapters keep the model's pooler)."""
+    if asked == "mean" and lora:
+        raise ConfigError("--setfit-pooling mean does not combine with --lora (the adapters keep the model's "
+                          "pooler); use --setfit-pooling head, or train without --lora")
     if asked != "auto":
         return asked, "as asked"
     declared = sentence_transformer_pooling(name)
@@ -107,4 +113,6 @@ def choose(asked: str, name: str, model) -> tuple[str, str]:
         return "head", "the model declares no sentence-transformers mean pooling"
     if not supports_mean(model):
         return "head", f"a sentence-transformer, but {model.config.model_type}'s classifier pools inside its head"
+    if lora:
+        return "head", "--lora keeps the model's pooler"
     return "mean", "the model is a sentence-transformer trained with mean pooling"

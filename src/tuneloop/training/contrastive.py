@@ -15,9 +15,8 @@ of the last hidden states that replaced the pooler (model/pooling.py), as the se
 the model's own (BERT: the pooler's output; RoBERTa: the head's dense + tanh; DeBERTa: the context pooler;
 decoders: the last token's hidden state). The model stays an AutoModelForSequenceClassification, so everything
 after (evaluation, decision rule, model folder, export, serving) is unchanged; with `head`, a transformers pipeline
-too. Several
-processes: every process draws the same pairs and takes its share of each step's pairs; gradients are averaged
-through the prepared (DDP) model."""
+too. Several processes: every process draws the same pairs and takes its share of each step's pairs; gradients are
+averaged through the prepared (DDP) model."""
 
 from __future__ import annotations
 

@@ -171,12 +171,7 @@ def setup_pooling(config: TrainConfig, model) -> str:
     is chosen; returns the choice, for config.yaml."""
     if config.method != "setfit":
         return config.setfit_pooling
-    chosen, why = pooling.choose(config.setfit_pooling, config.model, model)
-    if chosen == "mean" and config.lora:
-        if config.setfit_pooling == "mean":
-            raise ConfigError("--setfit-pooling mean does not combine with --lora (the adapters keep the model's "
-                              "pooler); use --setfit-pooling head, or train without --lora")
-        chosen, why = "head", "--lora keeps the model's pooler"
+    chosen, why = pooling.choose(config.setfit_pooling, config.model, model, config.lora)
     if chosen == "mean":
         pooling.use_mean(model)
     if config.setfit_pooling == "auto":
