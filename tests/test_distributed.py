@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -153,11 +155,25 @@ def test_two_machines_on_loopback_one_launched_by_accelerate_one_by_torchrun(tin
                  "--main_process_port", str(port), *train],
                 [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node_rank", "1",
                  "--nproc_per_node", "1", "--master_addr", "127.0.0.1", "--master_port", str(port), *train]]
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for cmd in commands]
+    logs = [tmp_path / f"machine{rank}.log" for rank in range(2)]
+    with logs[0].open("w") as log0, logs[1].open("w") as log1:
+        procs = [subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True) for cmd, log in zip(commands, (log0, log1))]
+    deadline = time.monotonic() + 240      # both machines waited on together: a hang names the machine that hung
+    while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    codes = [proc.poll() for proc in procs]
     for proc in procs:
-        _, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, err[-3000:]
+        if proc.poll() is None:
+            proc.terminate()                    # torch's launcher stops its workers (their own sessions) on SIGTERM
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    states = ["still running after 240 s" if code is None else f"exit {code}" for code in codes]
+    assert codes == [0, 0], "\n".join(f"machine {rank} {state}:\n{log.read_text()[-2000:]}"
+                                       for rank, (state, log) in enumerate(zip(states, logs)))
     results = json.loads((out / "results.json").read_text())
     assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
     assert results["train"]["steps"] == 4
