@@ -14,7 +14,7 @@ from conftest import fast_options, keyword_pair, sentence
 from families import family_folder
 
 import tuneloop
-from tuneloop.exceptions import ConfigError
+from tuneloop.exceptions import ConfigError, Interrupted
 from tuneloop.training.contrastive import make_pairs
 
 SETFIT = {"method": "setfit", "setfit_iterations": 8, "setfit_lr": 3e-3, "setfit_batch_size": 16}
@@ -104,6 +104,33 @@ def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     assert result["eval"]["accuracy"] >= 0.8                          # the keyword task, from 32 rows
     assert json.loads((out / "results.json").read_text())["setfit"] == stage
     assert (out / "config.yaml").read_text().count("method: setfit") == 1
+
+
+def test_ctrl_c_in_the_stage_ends_it_after_the_step_with_nothing_to_resume(tiny_model, tmp_path, monkeypatch):
+    """SIGINT during the pair steps (the run's handler notes it): the stage stops after that step with Interrupted
+    (it was ignored until the stage ended), no checkpoint and no model written, and the caller's handler is back."""
+    import os
+    import signal
+
+    from tuneloop.training import contrastive
+
+    calls, embed = [], contrastive.Embedder.__call__
+
+    def embed_then_signal(self, rows):
+        calls.append(len(rows))
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return embed(self, rows)
+
+    monkeypatch.setattr(contrastive.Embedder, "__call__", embed_then_signal)
+    handler, out = signal.getsignal(signal.SIGINT), tmp_path / "run"
+    train, dev = pair_rows(32, 0), pair_rows(8, 1)
+    with pytest.raises(Interrupted, match=r"after 2 of 32 pair steps.*--overwrite") as stopped:
+        tuneloop.train(**fast_options(tiny_model, **SETFIT), train=train, validation=dev,
+                       output_dir=str(out))
+    assert stopped.value.signal_number == signal.SIGINT and len(calls) == 2
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert not (out / "checkpoints").exists() and not (out / "model").exists()
 
 
 def test_the_model_is_the_logistic_regression_and_a_plain_model(setfit_run, tmp_path):

@@ -24,12 +24,13 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
 from ..data.batching import make_collator
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, Interrupted
 from ..model.optim import build_optimizer, build_scheduler
 from ..runtime.machine import interactive
 from ..tasks import MULTI_LABEL, REGRESSION
@@ -143,8 +144,9 @@ def rows_of(ds, indices) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------------ the two steps
-def train_body_and_head(run) -> dict:
-    """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section."""
+def train_body_and_head(run, stop: Callable[[], int]) -> dict:
+    """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section. `stop()` is the
+    signal any process received (signals.py), asked after each pair step."""
     cfg, acc, data = run.config, run.accelerator, run.data
     model = getattr(run.model, "_orig_mod", run.model)        # a compiled model runs eagerly here
     plain = acc.unwrap_model(run.model, keep_torch_compile=False)
@@ -153,7 +155,7 @@ def train_body_and_head(run) -> dict:
     embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
     labels = data.train_labels
     started = time.perf_counter()
-    body = train_body(model, head, embed, rows, labels, cfg, acc)
+    body = train_body(model, head, embed, rows, labels, cfg, acc, stop)
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
     fitted = fit_head(features, labels, data.labels.num_labels, data.labels.problem_type == MULTI_LABEL,
                       head.bias is not None, cfg.seed)
@@ -177,9 +179,10 @@ def train_body_and_head(run) -> dict:
     return summary
 
 
-def train_body(model, head, embed: Embedder, rows, labels, cfg, acc) -> dict:
+def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Callable[[], int]) -> dict:
     """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
-    as DDP wants) and pulls their cosine similarity to the target."""
+    as DDP wants) and pulls their cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
+    nothing saved (the stage keeps no checkpoints: a resume could only run it again)."""
     from tqdm.auto import tqdm
 
     first, second, targets = make_pairs(labels, cfg.setfit_iterations, cfg.seed)
@@ -224,6 +227,11 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc) -> dict:
             bar.update(1)
             if len(losses) % cfg.log_every == 0:
                 bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
+            if signal_number := stop():
+                bar.close()
+                raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; the "
+                                  "stage saves no checkpoint, so nothing to resume: run the same command again with "
+                                  "--overwrite (in Python: overwrite=True)", signal_number)
     bar.close()
     losses = acc.reduce(torch.stack(losses), reduction="mean") if losses else torch.full((1,), math.nan)
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
