@@ -5,6 +5,7 @@ folders (model/, best/) with that rule written into them, and the test split's p
 from __future__ import annotations
 
 import logging
+import time
 
 from .. import tasks
 from ..decision.fit import fit_decision
@@ -69,3 +70,15 @@ def predict_test(run, rule: DecisionRule | None) -> None:
                 write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=run.data.labels,
                                   task=run.data.task)
             log.info(f"wrote {len(rows)} {split} predictions to {folder}")
+
+
+def end_training(accelerator) -> None:
+    """The last barrier, then accelerate's end of training (trackers closed, process group destroyed). With several
+    processes on gloo, the main thread first lets go of the GIL for a moment: gloo's worker thread drops the last
+    collective's work (and the Python tensors an earlier one holds) only after wait() has returned, and needs the GIL
+    for that; if the main thread is already inside the process group's destructor (run when DDP's reducer is freed,
+    GIL held, joining that thread), both wait forever. Seen here as a non-main process hanging after its run."""
+    accelerator.wait_for_everyone()
+    if accelerator.num_processes > 1:
+        time.sleep(0.2)
+    accelerator.end_training()

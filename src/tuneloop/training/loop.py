@@ -104,8 +104,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         reporting.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
         if cfg.predict_test:
             finish.predict_test(r, rule)                # predictions/<test split>.tsv (+ GLUE's layout)
-        acc.wait_for_everyone()
-        acc.end_training()
+        finish.end_training(acc)                        # the last barrier; the process group down
         return results
 
 
