@@ -197,42 +197,40 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     speaks = not cfg.quiet and acc.is_main_process
     if speaks and not interactive():
         log.info(f"SetFit: training the body on {len(first)} pairs, {total} steps of {size}")
-    bar = tqdm(total=total, desc="SetFit pairs", unit="step", dynamic_ncols=True,
-               disable=not speaks or not interactive(), file=sys.stderr)
-    losses = []
-    model.train()
-    for epoch in range(cfg.setfit_epochs):
-        order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
-        for s in (starts[i] for i in order):
-            share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
-            a, b = first[share], second[share]
-            x, logits = embed(rows_of(rows, np.concatenate([a, b])))
-            similarity = torch.nn.functional.cosine_similarity(x[:len(a)], x[len(a):], dim=-1)
-            target = torch.as_tensor(targets[share], device=x.device)
-            # + 0 × logits: the head's weights take part in the graph (DDP wants every parameter used)
-            loss = torch.nn.functional.mse_loss(similarity, target) + 0.0 * logits.float().sum()
-            (scaler.scale(loss) if scaler else loss).backward()
-            if scaler:
-                scaler.unscale_(optimizer)
-            if clip:
-                torch.nn.utils.clip_grad_norm_(params, clip)
-            if scaler:
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.detach())
-            bar.update(1)
-            if len(losses) % cfg.log_every == 0:
-                bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
-            if signal_number := stop():
-                bar.close()
-                raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; the "
-                                  "stage saves no checkpoint, so nothing to resume: run the same command again with "
-                                  "--overwrite (in Python: overwrite=True)", signal_number)
-    bar.close()
+    with tqdm(total=total, desc="SetFit pairs", unit="step", dynamic_ncols=True,
+              disable=not speaks or not interactive(), file=sys.stderr) as bar:
+        losses = []
+        model.train()
+        for epoch in range(cfg.setfit_epochs):
+            order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
+            for s in (starts[i] for i in order):
+                share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
+                a, b = first[share], second[share]
+                x, logits = embed(rows_of(rows, np.concatenate([a, b])))
+                similarity = torch.nn.functional.cosine_similarity(x[:len(a)], x[len(a):], dim=-1)
+                target = torch.as_tensor(targets[share], device=x.device)
+                # + 0 × logits: the head's weights take part in the graph (DDP wants every parameter used)
+                loss = torch.nn.functional.mse_loss(similarity, target) + 0.0 * logits.float().sum()
+                (scaler.scale(loss) if scaler else loss).backward()
+                if scaler:
+                    scaler.unscale_(optimizer)
+                if clip:
+                    torch.nn.utils.clip_grad_norm_(params, clip)
+                if scaler:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                losses.append(loss.detach())
+                bar.update(1)
+                if len(losses) % cfg.log_every == 0:
+                    bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
+                if signal_number := stop():
+                    raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; the "
+                                      "stage saves no checkpoint, so nothing to resume: run the same command again with "
+                                      "--overwrite (in Python: overwrite=True)", signal_number)
     losses = acc.reduce(torch.stack(losses), reduction="mean") if losses else torch.full((1,), math.nan)
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
