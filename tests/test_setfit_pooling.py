@@ -1,11 +1,13 @@
 """--setfit-pooling (model/pooling.py): on a sentence-transformer folder `auto` swaps the BERT pooler for the masked
 mean of the last hidden states, normalised; the head is the logistic regression on exactly that; padding does not
-change it; the folder loads, predicts and exports through tuneloop, and plain transformers sees the pooler missing;
-architectures without a swappable pooler, and --lora, are refused when `mean` is asked."""
+change it; the folder loads, predicts and exports through tuneloop (its pooler's weights not counted missing, any
+other missing weight said), and plain transformers sees the pooler missing; architectures without a swappable pooler,
+and --lora, are refused when `mean` is asked."""
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 
 import numpy as np
@@ -94,6 +96,28 @@ def test_the_folder_exports_and_plain_transformers_sees_no_pooler(mean_run, tmp_
     assert main(["export", str(out), "--output", str(target), "--quiet"]) == 0
     report = json.loads((target / "export_report.json").read_text())
     assert report["gate"]["verdict"] == "pass" and report["gate"]["max_logit_difference"] < 1e-4
+
+
+def test_a_missing_pooler_is_not_reported_but_any_other_missing_weight_is(mean_run, tmp_path, caplog):
+    """The pooler's weights are left out on purpose: tuneloop.load says nothing of them; a folder missing another
+    weight (here the classifier's, as a damaged save would) loads with a warning naming it (transformers' own report
+    is hidden while tuneloop loads, so without this the random head would pass unseen)."""
+    from safetensors.torch import load_file, save_file
+
+    _, _, _, out = mean_run
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        tuneloop.load(out)
+    assert not [r for r in caplog.records if "no weights for" in r.getMessage()]
+    damaged = tmp_path / "model"
+    shutil.copytree(out / "model", damaged)
+    weights = load_file(damaged / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")}, damaged / "model.safetensors",
+              metadata={"format": "pt"})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        tuneloop.load(damaged)
+    said = [r.getMessage() for r in caplog.records if "no weights for" in r.getMessage()]
+    assert len(said) == 1 and "no weights for classifier.bias, classifier.weight; they are random" in said[0]
 
 
 def test_mean_is_refused_where_it_cannot_apply(tmp_path_factory, tmp_path, tiny_model):

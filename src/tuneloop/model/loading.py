@@ -4,6 +4,7 @@ save with everything needed to reuse."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 from ..exceptions import TuneloopError
 from ..layout import METADATA_FILE, MODEL_CONFIG_FILE
 from ..tasks import REGRESSION
+
+log = logging.getLogger("tuneloop")
 
 
 @dataclass(frozen=True)
@@ -165,6 +168,26 @@ def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = 
         return model
     return model, sorted(set(info.get("missing_keys", [])) | {k[0] if isinstance(k, tuple) else k
                                                                  for k in info.get("mismatched_keys", [])})
+
+
+def load_saved_model(path: str):
+    """A full model folder (tuneloop's, or any sequence-classification checkpoint) with its pooling re-made
+    (model/pooling.py). Weights the checkpoint lacks are newly drawn by transformers, and its report of them is hidden
+    while tuneloop loads (runtime/process.library_output): they are said here instead, in one line, since a random
+    head predicts nothing (a damaged save, or a base model never fine-tuned). A `mean` folder's pooler is left out on
+    purpose and not counted."""
+    from transformers import AutoModelForSequenceClassification
+
+    from .pooling import restore, unsaved_on_purpose
+
+    model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
+    model = restore(model)
+    missing = sorted(set(info.get("missing_keys") or []) - unsaved_on_purpose(model, info.get("missing_keys") or []))
+    if missing:
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "
+                    "mean nothing (a damaged or partial save, or a base model that was never fine-tuned)")
+    return model
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:

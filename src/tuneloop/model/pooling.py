@@ -9,7 +9,7 @@ exactly that mean (`MeanPooler`, no weights); `head` keeps the model's own.
 The swap is recorded in the model's config (CONFIG_KEY: "mean"), and `restore` re-makes it whenever tuneloop loads
 the folder (tuneloop.load, predict, export, serve). The saved folder holds no pooler weights, so plain transformers
 loads it with its warning that the pooler's weights are newly initialised: a loud sign that the folder needs tuneloop,
-never a silently different model.
+never a silently different model. tuneloop's own load (model/loading.load_saved_model) does not count them as missing.
 
 Which models: those whose classifier reads the base model's pooler (BERT and its kin: `base_model.pooler` takes the
 hidden states). RoBERTa, MPNet, DeBERTa and decoders pool inside their heads; they keep `head`.
@@ -81,6 +81,13 @@ def restore(model):
     if getattr(model.config, CONFIG_KEY, None) == "mean":
         use_mean(model)
     return model
+
+
+def unsaved_on_purpose(model, missing) -> set[str]:
+    """Of the weights a load found missing, those of the pooler the swap replaced: a `mean` folder never holds them."""
+    if not isinstance(getattr(model.base_model, "pooler", None), MeanPooler):
+        return set()
+    return {key for key in missing if key.startswith(f"{model.base_model_prefix}.pooler.")}
 
 
 def sentence_transformer_pooling(name: str) -> str | None:

@@ -24,7 +24,7 @@ from ..data.long_texts import TextPolicy, default_max_length
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
 from ..layout import ADAPTER_CONFIG_FILE, MODEL_CONFIG_FILE, MODEL_DIR
-from ..model.loading import read_metadata, resolve_model
+from ..model.loading import load_saved_model, read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
 from ..model.tokenizer import load_tokenizer
@@ -42,9 +42,7 @@ def text_policy(meta: dict, tokenizer) -> TextPolicy:
 
 def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = None):
     """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
-
-    from ..model.pooling import restore as restore_pooling
+    from transformers import AutoConfig
 
     try:
         if is_onnx_folder(path):
@@ -57,7 +55,7 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
             base = resolve_model(meta.get("base_model") or _adapter_base(path))
             model = load_adapter_model(path, base)
         else:
-            model = restore_pooling(AutoModelForSequenceClassification.from_pretrained(path))
+            model = load_saved_model(path)
         return model, model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
