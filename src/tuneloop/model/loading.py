@@ -181,8 +181,8 @@ def load_saved_model(path: str):
     from .pooling import restore, unsaved_on_purpose
 
     model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
-    model = restore(model)
-    missing = sorted(set(info.get("missing_keys") or []) - unsaved_on_purpose(model, info.get("missing_keys") or []))
+    model, missing = restore(model), set(info.get("missing_keys") or [])
+    missing = sorted(missing - unsaved_on_purpose(model, missing))
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "
