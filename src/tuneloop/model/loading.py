@@ -164,10 +164,14 @@ def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = 
             attn_implementation="sdpa" if attention == "chunked" else attention)
     except (OSError, ValueError) as e:
         raise load_error(name, "model", e) from None
-    if not loading_info:
-        return model
-    return model, sorted(set(info.get("missing_keys", [])) | {k[0] if isinstance(k, tuple) else k
-                                                                 for k in info.get("mismatched_keys", [])})
+    return (model, not_loaded(info)) if loading_info else model
+
+
+def not_loaded(info: dict) -> list[str]:
+    """The parameters a load drew afresh (transformers' loading info): missing from the checkpoint, or there in
+    another shape."""
+    return sorted(set(info.get("missing_keys") or []) | {k[0] if isinstance(k, tuple) else k
+                                                          for k in info.get("mismatched_keys") or []})
 
 
 def load_saved_model(path: str):
@@ -181,8 +185,8 @@ def load_saved_model(path: str):
     from .pooling import restore, unsaved_on_purpose
 
     model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
-    model, missing = restore(model), set(info.get("missing_keys") or [])
-    missing = sorted(missing - unsaved_on_purpose(model, missing))
+    model, missing = restore(model), not_loaded(info)
+    missing = sorted(set(missing) - unsaved_on_purpose(model, missing))
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "

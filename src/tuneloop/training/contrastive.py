@@ -179,6 +179,23 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     return summary
 
 
+def _step(loss, optimizer, scheduler, scaler, params, clip: float) -> None:
+    """One optimizer step of the pair stage: backward (scaled under fp16), clipping at `clip` (0: none), step,
+    schedule, zero_grad."""
+    (scaler.scale(loss) if scaler else loss).backward()
+    if scaler:
+        scaler.unscale_(optimizer)
+    if clip:
+        torch.nn.utils.clip_grad_norm_(params, clip)
+    if scaler:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Callable[[], int]) -> dict:
     """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
     as DDP wants) and pulls their cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
@@ -211,26 +228,15 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
                 target = torch.as_tensor(targets[share], device=x.device)
                 # + 0 × logits: the head's weights take part in the graph (DDP wants every parameter used)
                 loss = torch.nn.functional.mse_loss(similarity, target) + 0.0 * logits.float().sum()
-                (scaler.scale(loss) if scaler else loss).backward()
-                if scaler:
-                    scaler.unscale_(optimizer)
-                if clip:
-                    torch.nn.utils.clip_grad_norm_(params, clip)
-                if scaler:
-                    scaler.step(optimizer)
-                    scaler.update()
-                else:
-                    optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
+                _step(loss, optimizer, scheduler, scaler, params, clip)
                 losses.append(loss.detach())
                 bar.update(1)
                 if len(losses) % cfg.log_every == 0:
                     bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
                 if signal_number := stop():
-                    raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; the "
-                                      "stage saves no checkpoint, so nothing to resume: run the same command again with "
-                                      "--overwrite (in Python: overwrite=True)", signal_number)
+                    raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; "
+                                      "the stage saves no checkpoint, so nothing to resume: run the same command "
+                                      "again with --overwrite (in Python: overwrite=True)", signal_number)
     losses = acc.reduce(torch.stack(losses), reduction="mean") if losses else torch.full((1,), math.nan)
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
