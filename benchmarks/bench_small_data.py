@@ -283,10 +283,10 @@ def main(argv=None) -> int:
                     result["runs"].append(row)
                     print(json.dumps(row), flush=True)
                     shutil.rmtree(os.path.join(work, method), ignore_errors=True)
-                result["summary"] = summarise(result["runs"])
-                result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
-                result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
-                write_atomic(out, result)          # partial results (and their plot) survive an interrupted run
+                    result["summary"] = summarise(result["runs"])     # each point says how many runs it holds
+                    result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
+                    result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
+                    write_atomic(out, result)      # every finished run (and the plot) survives an interrupted one
     return finish(out, result, work, shown=result["summary"])
 
 
