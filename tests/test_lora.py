@@ -1,10 +1,12 @@
 """--lora (peft): the new head (and any other new module, e.g. DeBERTa's pooler) is trained and saved; a killed run
 resumes to the same model; the saved adapter reloads in tuneloop and in plain transformers + peft with the same
-predictions; export merges it."""
+predictions (a folder missing a saved module says so); export merges it."""
 
 from __future__ import annotations
 
 import json
+import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from families import family_folder
 
 import tuneloop
 from tuneloop.cli import main
+from tuneloop.exceptions import TuneloopError
 
 # an exact resume on CPUs; CUDA kernels that add in varying order (and bf16 autocast) leave ~2e-5 (seen on an H100)
 EXACT = 1e-4 if torch.cuda.is_available() else 1e-6
@@ -89,7 +92,7 @@ def test_lora_trains_resumes_and_reloads_in_tuneloop_and_peft(key, pairs, tmp_pa
     assert main(["export", str(tmp_path / "whole"), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
 
 
-def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tmp_path):
+def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tmp_path, caplog):
     """DeBERTa's classifier has a new pooler besides the head: without saving both, a reload re-draws them."""
     from safetensors import safe_open
 
@@ -99,8 +102,37 @@ def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tm
         keys = list(f.keys())
     assert any("classifier" in k for k in keys) and any("pooler" in k for k in keys)
     assert any("lora_A" in k for k in keys)
-    with tuneloop.load(folder) as first, tuneloop.load(folder) as second:
-        a, b = first.predict_proba(ROWS, raw=True), second.predict_proba(ROWS, raw=True)
-        again = first.evaluate(raw=True)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        with tuneloop.load(folder) as first, tuneloop.load(folder) as second:
+            a, b = first.predict_proba(ROWS, raw=True), second.predict_proba(ROWS, raw=True)
+            again = first.evaluate(raw=True)
     assert np.allclose(a, b, atol=1e-6)                               # nothing re-drawn at load
     assert again["eval"]["accuracy"] == pytest.approx(results["eval"]["accuracy"])
+    assert not [r for r in caplog.records if "no weights for" in r.getMessage()]
+
+    # the trap itself, as a LoRA folder saved without tuneloop would hold it: the pooler neither listed nor saved;
+    # peft loads it without a word and the pooler is random: tuneloop names it
+    trapped = copy_adapter(folder, tmp_path / "trapped", drop="pooler", unlist="pooler")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        tuneloop.load(trapped).close()
+    said = [r.getMessage() for r in caplog.records if "no weights for" in r.getMessage()]
+    assert len(said) == 1 and "pooler.dense.weight" in said[0] and "classifier" not in said[0]
+    # a listed module missing from the file (a partial copy): peft's KeyError becomes one line naming the folder
+    with pytest.raises(TuneloopError, match="could not load the LoRA adapter.*classifier"):
+        tuneloop.load(copy_adapter(folder, tmp_path / "partial", drop="classifier"))
+
+
+def copy_adapter(folder, to, drop: str, unlist: str | None = None):
+    """A copy of a LoRA model folder without the adapter weights whose names hold `drop` (and without `unlist` in
+    the adapter config's modules saved in full)."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(folder, to)
+    weights = load_file(str(to / "adapter_model.safetensors"))
+    save_file({k: v for k, v in weights.items() if drop not in k}, str(to / "adapter_model.safetensors"))
+    if unlist:
+        config = json.loads((to / "adapter_config.json").read_text())
+        config["modules_to_save"] = [m for m in config["modules_to_save"] if m != unlist]
+        (to / "adapter_config.json").write_text(json.dumps(config))
+    return to

@@ -186,12 +186,16 @@ def load_saved_model(path: str):
 
     model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
     model, missing = restore(model), not_loaded(info)
-    missing = sorted(set(missing) - unsaved_on_purpose(model, missing))
+    warn_missing(path, sorted(set(missing) - unsaved_on_purpose(model, missing)))
+    return model
+
+
+def warn_missing(path, missing: list[str]) -> None:
+    """One warning naming the weights a model folder's load drew at random (none: nothing said)."""
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "
                     "mean nothing (a damaged or partial save, or a base model that was never fine-tuned)")
-    return model
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:

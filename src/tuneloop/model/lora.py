@@ -15,6 +15,8 @@ from pathlib import Path
 from ..exceptions import ConfigError, TuneloopError
 from ..layout import ADAPTER_CONFIG_FILE
 
+# how peft's adapter file names a module saved in full: its name in the plain model, under the peft wrapper
+SAVED_PREFIX = "base_model.model."
 # families peft has no default for: their attention's query and value projections
 TARGETS = {"distilbert": ["q_lin", "v_lin"], "albert": ["query", "value"], "mpnet": ["q", "v"],
            "modernbert": ["Wqkv"]}
@@ -66,18 +68,28 @@ def trainable_summary(model) -> str:
 
 def load_adapter_model(folder: str, base: str):
     """A LoRA model folder as a plain transformers model: the base model with the folder's config (labels, pad
-    token), the adapters and the saved head loaded, then merged."""
+    token), the adapters and the saved head loaded, then merged. The weights the base checkpoint lacks (the head, a
+    new pooler) must come from the adapter file: any that do not are named in a warning (peft's own check counts only
+    LoRA matrices, and transformers' report is hidden while tuneloop loads), since they are random."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     from .. import extras
+    from .loading import not_loaded, warn_missing
 
     extras.require("lora")
     from peft import PeftModel
+    from peft.utils import load_peft_weights
 
     try:
         config = AutoConfig.from_pretrained(folder)
-        model = AutoModelForSequenceClassification.from_pretrained(base, config=config, ignore_mismatched_sizes=True)
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
+        saved = {key.removeprefix(SAVED_PREFIX) for key in load_peft_weights(folder, device="cpu")}
+        warn_missing(folder, [key for key in not_loaded(info) if key not in saved])
         return PeftModel.from_pretrained(model, folder).merge_and_unload()
+    except KeyError as e:                            # peft: a module listed as saved in full that the file lacks
+        raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} (its "
+                            f"adapter file has no {e.args[0]}: a damaged or partial copy)") from None
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} "
                             f"({str(e).strip().splitlines()[0][:200]})") from None
