@@ -241,14 +241,17 @@ def main(argv=None) -> int:
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
         out, result = args.resume, json.load(open(args.resume))
-        if result["machine"].get("cpu") != machine["cpu"] or result["machine"].get("gpu") != machine["gpu"]:
-            p.error(f"{args.resume} was measured on {result['machine'].get('cpu')} / {result['machine'].get('gpu')}, "
-                    f"this is {machine['cpu']} / {machine['gpu']}: wall times would not compare; start a new file")
+        earlier = result["machine"]
+        keys = [k for k in ("cpu", "cpu_id", "cpu_features", "gpu") if k in earlier]   # older files: no cpu_id
+        if any(earlier[k] != machine[k] for k in keys):
+            p.error(f"{args.resume} was measured on {', '.join(str(earlier[k]) for k in keys)}, this is "
+                    f"{', '.join(str(machine[k]) for k in keys)}: wall times would not compare; start a new file")
         result["methods"] = [m for m in METHODS if m in set(result["methods"]) | set(methods)]
         result["sizes"], result["seeds"] = (sorted(set(result[k]) | set(new)) for k, new in
                                             (("sizes", args.sizes), ("seeds", args.seeds)))
         result.setdefault("parts", []).append({"date": date, "datasets": args.datasets, "methods": methods,
-                                               "sizes": args.sizes, "seeds": args.seeds})
+                                               "sizes": args.sizes, "seeds": args.seeds,
+                                               "machine": {k: machine[k] for k in ("cpu_id", "cpu_features")}})
     else:
         out = args.out or default_out(date, machine, "-small-data")
         result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,

@@ -90,7 +90,9 @@ def machine_info() -> dict:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable, "ram_gb": ram_gb(),
+    from tuneloop.runtime.machine import cpu_identity
+
+    return {"cpu": cpu_model(), **cpu_identity(), "cores": os.cpu_count(), "usable_cores": usable, "ram_gb": ram_gb(),
             "platform": platform.platform(), "python": platform.python_version(), "torch": probe["torch"],
             "transformers": version("transformers"), "datasets": version("datasets"),
             "accelerate": version("accelerate"), "tuneloop": version("tuneloop"),

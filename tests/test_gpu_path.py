@@ -1,6 +1,7 @@
 """The GPU path's code, checked on the CPU: what `auto` resolves to on CUDA and CPU machines, TF32 set for a run
 and given back, torch.compile through Accelerate (aot_eager: the same tracing, no code generation) training the
-same model as eager with batches in length buckets, and collation in worker processes changing nothing."""
+same model as eager with batches in length buckets, collation in worker processes changing nothing, and CPUs behind
+one model name told apart (benchmarks record it)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,20 @@ def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):
         assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers) == (precision, "no", 2)    # eager: measured
     mine = resolve.for_this_machine(TrainConfig(compile="no", dataloader_workers=0, mixed_precision="no"))
     assert (mine.mixed_precision, mine.compile, mine.dataloader_workers) == ("no", "no", 0)   # the user's word
+
+
+def test_two_cpus_with_one_model_name_are_told_apart(monkeypatch):
+    """A virtual machine may show only "AMD EPYC": family/model and the math flags tell a Zen 3 from a Zen 4."""
+    def host(model, flags):
+        monkeypatch.setattr(system, "_cpuinfo", lambda: {"vendor_id": "AuthenticAMD", "cpu family": "25",
+                                                         "model": model, "model name": "AMD EPYC", "flags": flags})
+        return system.cpu_identity()
+
+    zen3 = host("1", "fpu sse2 avx avx2 fma")
+    zen4 = host("17", "fpu sse2 avx avx2 fma avx512f avx512_bf16 avx512_vnni")
+    assert zen3 == {"cpu_id": "AuthenticAMD cpu family 25 model 1", "cpu_features": ["avx2"]}
+    assert zen4["cpu_id"] == "AuthenticAMD cpu family 25 model 17"
+    assert zen4["cpu_features"] == ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
 
 
 def test_auto_attention_is_the_fastest_the_architecture_runs_here():

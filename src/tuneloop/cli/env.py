@@ -7,7 +7,7 @@ import platform
 import sys
 from pathlib import Path
 
-from ..runtime.machine import cpu_flags, cpu_name, package_version
+from ..runtime.machine import cpu_flags, cpu_identity, cpu_name, package_version
 
 
 def environment_report() -> str:
@@ -21,6 +21,8 @@ def environment_report() -> str:
         lines.append(f"{package}: {package_version(package) or 'not installed'}")
     lines.append(f"cpu: {cpu_name()} ({os.cpu_count()} logical cores, torch threads {torch.get_num_threads()}, "
                  f"capability {torch.backends.cpu.get_cpu_capability()})")
+    identity = cpu_identity()
+    lines.append(f"cpu id: {identity['cpu_id']}; math: {', '.join(identity['cpu_features']) or 'none of note'}")
     flags = cpu_flags()
     lines.append(f"cpu bf16: {'avx512_bf16' in flags or 'amx_bf16' in flags} (AMX: {'amx_bf16' in flags})")
     if torch.cuda.is_available():

@@ -34,6 +34,19 @@ def cpu_name() -> str:
     return _cpuinfo().get("model name") or platform.processor() or "unknown"
 
 
+# the instruction sets CPU speed depends on here (oneDNN/MKL kernels, bf16 units); a virtual machine's model name can
+# hide them ("AMD EPYC" was both an AVX2-only Zen 3 and a Zen 4 with AVX-512 and AVX512-BF16 in this project's hosts)
+MATH_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve")
+
+
+def cpu_identity() -> dict:
+    """What tells two CPUs with one model name apart: vendor, family, model, stepping, and which MATH_FLAGS it has."""
+    info, flags = _cpuinfo(), cpu_flags() | set(_cpuinfo().get("Features", "").split())   # Features: ARM's flags
+    ident = " ".join(f"{key} {info[key]}" for key in ("cpu family", "model", "stepping") if key in info)
+    return {"cpu_id": f"{info.get('vendor_id', platform.machine())} {ident}".strip(),
+            "cpu_features": [flag for flag in MATH_FLAGS if flag in flags]}
+
+
 def accelerator_present() -> bool:
     import torch
 
