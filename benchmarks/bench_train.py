@@ -11,6 +11,7 @@ everything to one JSON file (rewritten atomically after every run, so a long ben
     git worktree add /tmp/before <commit>                  # this tree against an earlier one, side by side:
     python benchmarks/bench_train.py --reference-src /tmp/before \
         --impls tuneloop,tuneloop_ref,tuneloop_fast,tuneloop_ref_fast
+    python benchmarks/bench_train.py --impls tuneloop,tuneloop_alt --alt-args "--mixed-precision bf16"
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 DEFAULT_DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "glue", "MRPC"))
 WORK_DIR = os.path.join(REPO, "benchmarks", "work")  # git-ignored: logs and per-run reports
-# the order runs alternate in; tuneloop_ref*: the same runs of the checkout given by --reference-src
-IMPLS = ("baseline", "tuneloop", "tuneloop_ref", "trainer", "tuneloop_fast", "tuneloop_ref_fast")
+# the order runs alternate in; tuneloop_ref*: the same runs of the checkout given by --reference-src;
+# tuneloop_alt: this tree's tuneloop with --alt-args added (one setting against its default, side by side)
+IMPLS = ("baseline", "tuneloop", "tuneloop_alt", "tuneloop_ref", "trainer", "tuneloop_fast", "tuneloop_ref_fast")
 SUMMARY_METRICS = ("wall_s", "train_loop_s", "samples_per_s", "tokens_per_s", "accuracy", "f1", "peak_rss_mb")
 
 
@@ -191,7 +193,7 @@ def build_command(impl: str, seed: int, args, report_path: str, tl_out: str) -> 
            "minilm", "--seed", str(seed), "--output-dir", tl_out, "--quiet", *common]
     if impl in ("tuneloop_fast", "tuneloop_ref_fast"):
         cmd += ["--recipe", "fast"]
-    return cmd + shlex.split(args.tuneloop_args)
+    return cmd + shlex.split(args.tuneloop_args) + (shlex.split(args.alt_args) if impl == "tuneloop_alt" else [])
 
 
 def read_tuneloop(run_dir: str, child: dict) -> dict:
@@ -369,6 +371,8 @@ def parse_args(argv=None):
                    help=f"comma-separated subset of {','.join(IMPLS)} (default: baseline,tuneloop,trainer)")
     p.add_argument("--with-fast", action="store_true", help="also run tuneloop --recipe fast (as tuneloop_fast)")
     p.add_argument("--tuneloop-args", default="", help='extra arguments for tuneloop, e.g. "--weight-decay 0"')
+    p.add_argument("--alt-args", default="", help='tuneloop_alt: arguments added to tuneloop\'s, e.g. '
+                   '"--mixed-precision bf16"')
     p.add_argument("--max-train-samples", type=int, default=None, help="first N training examples (smoke tests)")
     p.add_argument("--epochs", type=int, default=None, help="epochs for every impl (default: each one's, 3)")
     p.add_argument("--timeout", type=float, default=None, help="kill a run after this many seconds")
@@ -381,6 +385,8 @@ def parse_args(argv=None):
     unknown = [i for i in impls if i not in IMPLS]
     if unknown or not impls:
         p.error(f"--impls: unknown {', '.join(unknown) or '(empty)'}; choose from {', '.join(IMPLS)}")
+    if ("tuneloop_alt" in impls) != bool(args.alt_args.strip()):
+        p.error("tuneloop_alt and --alt-args go together: the arguments it adds to tuneloop's")
     if args.with_fast and "tuneloop_fast" not in impls:
         impls.append("tuneloop_fast")
     if any(i.startswith("tuneloop_ref") for i in impls) and not (
@@ -414,6 +420,7 @@ def main(argv=None) -> int:
               "command": shlex.join(getattr(sys, "orig_argv", [sys.executable, *sys.argv])),
               "settings": {"seeds": args.seeds, "impls": args.impls, "epochs": args.epochs,
                            "max_train_samples": args.max_train_samples, "tuneloop_args": args.tuneloop_args,
+                           "alt_args": args.alt_args,
                            "data_dir": args.data_dir, "reference_src": args.reference_src,
                            "reference_commit": git_commit(args.reference_src), "commit": git_commit(REPO)},
               "notes": "summary wall_s and peak_rss_mb are measured by the harness for every process (os.wait4); "
