@@ -86,10 +86,11 @@ def load_adapter_model(folder: str, base: str):
             base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
         saved = {key.removeprefix(SAVED_PREFIX) for key in load_peft_weights(folder, device="cpu")}
         warn_missing(folder, [key for key in not_loaded(info) if key not in saved])
-        return PeftModel.from_pretrained(model, folder).merge_and_unload()
-    except KeyError as e:                            # peft: a module listed as saved in full that the file lacks
-        raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} (its "
-                            f"adapter file has no {e.args[0]}: a damaged or partial copy)") from None
+        try:
+            return PeftModel.from_pretrained(model, folder).merge_and_unload()
+        except KeyError as e:                        # peft: a module listed as saved in full that the file lacks
+            raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} (its "
+                                f"adapter file has no {e.args[0]}: a damaged or partial copy)") from None
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} "
                             f"({str(e).strip().splitlines()[0][:200]})") from None

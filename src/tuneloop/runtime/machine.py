@@ -41,7 +41,8 @@ MATH_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_
 
 def cpu_identity() -> dict:
     """What tells two CPUs with one model name apart: vendor, family, model, stepping, and which MATH_FLAGS it has."""
-    info, flags = _cpuinfo(), cpu_flags() | set(_cpuinfo().get("Features", "").split())   # Features: ARM's flags
+    info = _cpuinfo()
+    flags = cpu_flags() | set(info.get("Features", "").split())                         # Features: ARM's flags
     ident = " ".join(f"{key} {info[key]}" for key in ("cpu family", "model", "stepping") if key in info)
     return {"cpu_id": f"{info.get('vendor_id', platform.machine())} {ident}".strip(),
             "cpu_features": [flag for flag in MATH_FLAGS if flag in flags]}
