@@ -45,6 +45,11 @@ def test_two_cpus_with_one_model_name_are_told_apart(monkeypatch):
     assert zen3 == {"cpu_id": "AuthenticAMD cpu family 25 model 1", "cpu_features": ["avx2"]}
     assert zen4["cpu_id"] == "AuthenticAMD cpu family 25 model 17"
     assert zen4["cpu_features"] == ["avx2", "avx512f", "avx512_vnni", "avx512_bf16"]
+    from tuneloop.cli.env import environment_report
+
+    report = environment_report()                     # what a bug report carries: the Zen 4's id, flags and bf16
+    assert "cpu id: AuthenticAMD cpu family 25 model 17; math: avx2, avx512f, avx512_vnni, avx512_bf16" in report
+    assert "cpu bf16: True (AMX: False)" in report
 
 
 def test_auto_attention_is_the_fastest_the_architecture_runs_here():

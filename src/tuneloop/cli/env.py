@@ -7,7 +7,7 @@ import platform
 import sys
 from pathlib import Path
 
-from ..runtime.machine import cpu_flags, cpu_identity, cpu_name, package_version
+from ..runtime.machine import cpu_identity, cpu_name, package_version
 
 
 def environment_report() -> str:
@@ -23,8 +23,8 @@ def environment_report() -> str:
                  f"capability {torch.backends.cpu.get_cpu_capability()})")
     identity = cpu_identity()
     lines.append(f"cpu id: {identity['cpu_id']}; math: {', '.join(identity['cpu_features']) or 'none of note'}")
-    flags = cpu_flags()
-    lines.append(f"cpu bf16: {'avx512_bf16' in flags or 'amx_bf16' in flags} (AMX: {'amx_bf16' in flags})")
+    math = set(identity["cpu_features"])
+    lines.append(f"cpu bf16: {bool(math & {'avx512_bf16', 'amx_bf16'})} (AMX: {'amx_bf16' in math})")
     if torch.cuda.is_available():
         for i in range(torch.cuda.device_count()):
             p = torch.cuda.get_device_properties(i)
