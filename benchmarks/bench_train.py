@@ -43,23 +43,6 @@ SUMMARY_METRICS = ("wall_s", "train_loop_s", "samples_per_s", "tokens_per_s", "a
 
 
 # ---------------------------------------------------------------------------------------------- machine
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        try:
-            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
-                                  check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
 def ram_gb() -> float | None:
     try:
         return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
@@ -92,9 +75,9 @@ def machine_info() -> dict:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    from tuneloop.runtime.machine import cpu_identity
+    from tuneloop.runtime.machine import cpu_identity, cpu_name
 
-    return {"cpu": cpu_model(), **cpu_identity(), "cores": os.cpu_count(), "usable_cores": usable, "ram_gb": ram_gb(),
+    return {"cpu": cpu_name(), **cpu_identity(), "cores": os.cpu_count(), "usable_cores": usable, "ram_gb": ram_gb(),
             "platform": platform.platform(), "python": platform.python_version(), "torch": probe["torch"],
             "transformers": version("transformers"), "datasets": version("datasets"),
             "accelerate": version("accelerate"), "tuneloop": version("tuneloop"),

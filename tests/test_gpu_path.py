@@ -50,6 +50,9 @@ def test_two_cpus_with_one_model_name_are_told_apart(monkeypatch):
     report = environment_report()                     # what a bug report carries: the Zen 4's id, flags and bf16
     assert "cpu id: AuthenticAMD cpu family 25 model 17; math: avx2, avx512f, avx512_vnni, avx512_bf16" in report
     assert "cpu bf16: True (AMX: False)" in report
+    assert "cpu: AMD EPYC (" in report
+    monkeypatch.setattr(system, "_cpuinfo", lambda: {"cpu model": "Loongson-3A5000", "flags": ""})
+    assert system.cpu_name() == "Loongson-3A5000"                       # kernels without 'model name' still name it
 
 
 def test_auto_attention_is_the_fastest_the_architecture_runs_here():

@@ -31,7 +31,21 @@ def cpu_flags() -> set[str]:
 
 
 def cpu_name() -> str:
-    return _cpuinfo().get("model name") or platform.processor() or "unknown"
+    """The CPU's model name: /proc/cpuinfo (x86 'model name', some ARM/POWER kernels' 'cpu model'/'Hardware'),
+    macOS's sysctl, else what platform knows."""
+    info = _cpuinfo()
+    for key in ("model name", "cpu model", "Hardware"):
+        if info.get(key):
+            return info[key]
+    if sys.platform == "darwin":
+        import subprocess
+
+        try:
+            return subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True,
+                                  check=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown"
 
 
 # the instruction sets CPU speed depends on here (oneDNN/MKL kernels, bf16 units); a virtual machine's model name can
