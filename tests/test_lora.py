@@ -118,6 +118,7 @@ def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tm
         tuneloop.load(trapped).close()
     said = [r.getMessage() for r in caplog.records if "no weights for" in r.getMessage()]
     assert len(said) == 1 and "pooler.dense.weight" in said[0] and "classifier" not in said[0]
+    assert "nor the adapter file has them" in said[0]                  # the reason a LoRA folder has, not a save's
     # a listed module missing from the file (a partial copy): peft's KeyError becomes one line naming the folder
     with pytest.raises(TuneloopError, match="could not load the LoRA adapter.*classifier"):
         tuneloop.load(copy_adapter(folder, tmp_path / "partial", drop="classifier"))

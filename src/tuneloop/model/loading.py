@@ -190,12 +190,13 @@ def load_saved_model(path: str):
     return model
 
 
-def warn_missing(path, missing: list[str]) -> None:
+def warn_missing(path, missing: list[str],
+                 why: str = "a damaged or partial save, or a base model that was never fine-tuned") -> None:
     """One warning naming the weights a model folder's load drew at random (none: nothing said)."""
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "
-                    "mean nothing (a damaged or partial save, or a base model that was never fine-tuned)")
+                    f"mean nothing ({why})")
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:

@@ -85,7 +85,9 @@ def load_adapter_model(folder: str, base: str):
         model, info = AutoModelForSequenceClassification.from_pretrained(
             base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
         saved = {key.removeprefix(SAVED_PREFIX) for key in load_peft_weights(folder, device="cpu")}
-        warn_missing(folder, [key for key in not_loaded(info) if key not in saved])
+        warn_missing(folder, [key for key in not_loaded(info) if key not in saved],
+                     why=f"neither the base model {base} nor the adapter file has them: the adapter was saved without "
+                         "its modules_to_save, or its base model is not the one it was trained on")
         try:
             return PeftModel.from_pretrained(model, folder).merge_and_unload()
         except KeyError as e:                        # peft: a module listed as saved in full that the file lacks
