@@ -1,8 +1,8 @@
 """--setfit-pooling (model/pooling.py): on a sentence-transformer folder `auto` swaps the BERT pooler for the masked
 mean of the last hidden states, normalised; the head is the logistic regression on exactly that; padding does not
 change it; the folder loads, predicts and exports through tuneloop (its pooler's weights not counted missing, any
-other missing weight said), and plain transformers sees the pooler missing; architectures without a swappable pooler,
-and --lora, are refused when `mean` is asked."""
+other missing weight said), and plain transformers sees the pooler missing; MPNet's head and DeBERTa's pooler swap
+alike; architectures without a swappable pooler or head, and --lora, are refused when `mean` is asked."""
 
 from __future__ import annotations
 
@@ -120,11 +120,48 @@ def test_a_missing_pooler_is_not_reported_but_any_other_missing_weight_is(mean_r
     assert len(said) == 1 and "no weights for classifier.bias, classifier.weight; they are random" in said[0]
 
 
+@pytest.mark.parametrize("family", ["mpnet", "deberta-v2"])
+def test_mean_swaps_an_mpnet_head_and_a_deberta_pooler(family, tmp_path_factory, tmp_path, caplog):
+    """all-mpnet-base-v2's shape (a RoBERTa-style head: dense + tanh + out_proj on the first token) and DeBERTa's
+    context pooler: `auto` on a sentence-transformer folder reads the masked mean; the head is the logistic
+    regression on it; the folder reloads without re-drawn weights and exports; transformers sees the dropped dense."""
+    from transformers import AutoModelForSequenceClassification
+
+    from tuneloop.cli.main import main
+
+    folder = tmp_path / "st"
+    shutil.copytree(family_folder(family, tmp_path_factory), folder)
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    texts, labels = pair_rows(32, 0)
+    result = tuneloop.train(**fast_options(str(folder), **SETFIT), train_file=write_pairs(tmp_path / "train.csv",
+                            (texts, labels)), validation_file=write_pairs(tmp_path / "dev.csv", pair_rows(24, 1)),
+                            output_dir=str(tmp_path / "run"))
+    assert result["setfit"]["pooling"] == "mean"
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        clf = tuneloop.load(tmp_path / "run")
+    assert not [r for r in caplog.records if "no weights for" in r.getMessage()]
+    linear = clf.model.classifier.out_proj if family == "mpnet" else clf.model.classifier
+    caught = []
+    handle = linear.register_forward_pre_hook(lambda module, args: caught.append(args[0][0].detach()))
+    probabilities = np.concatenate([clf.predict_proba([item], raw=True) for item in texts])
+    handle.remove()
+    features = torch.stack(caught).float().numpy()
+    assert np.allclose(features, masked_means(clf.model, clf.tokenizer, texts), atol=1e-5)   # the head reads the mean
+    y = np.array([clf.labels.index(label) for label in labels])
+    assert np.abs(probabilities - lr_probabilities(features, y, True)).max() <= 1e-4
+    dropped = "classifier.dense" if family == "mpnet" else "pooler.dense"
+    _, info = AutoModelForSequenceClassification.from_pretrained(tmp_path / "run" / "model", output_loading_info=True)
+    assert any(key.startswith(dropped) for key in info["missing_keys"])     # transformers' loud "newly initialized"
+    assert main(["export", str(tmp_path / "run"), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "onnx" / "export_report.json").read_text())["gate"]["verdict"] == "pass"
+
+
 def test_mean_is_refused_where_it_cannot_apply(tmp_path_factory, tmp_path, tiny_model):
     train = pair_rows(16, 0)
-    roberta = str(family_folder("roberta", tmp_path_factory))
-    with pytest.raises(ConfigError, match="--setfit-pooling mean: the roberta architecture") as caught:
-        tuneloop.train(**fast_options(roberta, **SETFIT, setfit_pooling="mean"), train=train, validation=train,
+    distilbert = str(family_folder("distilbert", tmp_path_factory))
+    with pytest.raises(ConfigError, match="--setfit-pooling mean: the distilbert architecture") as caught:
+        tuneloop.train(**fast_options(distilbert, **SETFIT, setfit_pooling="mean"), train=train, validation=train,
                        output_dir=str(tmp_path / "run"))
     assert "\n" not in str(caught.value) and not (tmp_path / "run").exists()
     with pytest.raises(ConfigError, match="does not combine with --lora"):

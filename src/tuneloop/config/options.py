@@ -167,9 +167,10 @@ class TrainConfig:
     setfit_head: str = opt("logistic", "--method setfit: logistic (the fitted head is the model: no loop steps) or "
                            "end-to-end (then --epochs of the loop over every weight)", "training", SETFIT_HEADS)
     setfit_pooling: str = opt("auto", "--method setfit: the embedding the head reads: mean (of the last hidden "
-                              "states, normalised, as a sentence-transformer; BERT-family models) or head (the "
-                              "model's own, e.g. BERT's pooler); auto: mean for a sentence-transformer trained with "
-                              "it, and config.yaml records which", "training", SETFIT_POOLINGS)
+                              "states, normalised, as a sentence-transformer; BERT, DeBERTa, RoBERTa, XLM-R, MPNet, "
+                              "ELECTRA) or head (the model's own, e.g. BERT's pooler); auto: mean for a "
+                              "sentence-transformer trained with it, and config.yaml records which", "training",
+                              SETFIT_POOLINGS)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
     seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")

@@ -1,18 +1,23 @@
 """The sentence embedding a classification head reads (`--setfit-pooling`).
 
-A plain AutoModelForSequenceClassification of the BERT family feeds its classifier the pooler's output: the [CLS]
-vector through a dense layer and a tanh. A sentence-transformer (the embedded all-MiniLM-L6-v2) was never trained
-through that pooler: it was trained to give the attention-masked mean of its last hidden states, L2-normalised (its
-`1_Pooling` and `Normalize` modules), and that is what the setfit package's head reads. `mean` swaps the pooler for
-exactly that mean (`MeanPooler`, no weights); `head` keeps the model's own.
+A plain AutoModelForSequenceClassification feeds its classifier the first token's vector, through a dense layer: BERT's
+pooler (dense + tanh), DeBERTa's context pooler (dense + activation), the RoBERTa/MPNet/XLM-R/ELECTRA classification
+head (dense + tanh, then its output Linear). A sentence-transformer (the embedded all-MiniLM-L6-v2, all-mpnet-base-v2)
+was never trained through that dense layer: it was trained to give the attention-masked mean of its last hidden
+states, L2-normalised (its `1_Pooling` and `Normalize` modules), and that is what the setfit package's head reads.
+`mean` makes the classifier read exactly that mean; `head` keeps the model's own:
+- a pooler (BERT's `base_model.pooler`, DeBERTa's `pooler`) is swapped for MeanPooler (no weights);
+- a classification head with `dense` and `out_proj` becomes MeanHead: the mean, then the head's own dropout and
+  `out_proj` (the head's `dense` is dropped), so the logits are a Linear of the mean, as SetFit's logistic regression.
 
 The swap is recorded in the model's config (CONFIG_KEY: "mean"), and `restore` re-makes it whenever tuneloop loads
-the folder (tuneloop.load, predict, export, serve). The saved folder holds no pooler weights, so plain transformers
-loads it with its warning that the pooler's weights are newly initialised: a loud sign that the folder needs tuneloop,
-never a silently different model. tuneloop's own load (model/loading.load_saved_model) does not count them as missing.
+the folder (tuneloop.load, predict, export, serve). The saved folder holds no weights for the dense layer that was
+dropped, so plain transformers loads it with its warning that they are newly initialised: a loud sign that the folder
+needs tuneloop, never a silently different model. tuneloop's own load (model/loading.load_saved_model) does not count
+them as missing.
 
-Which models: those whose classifier reads the base model's pooler (BERT and its kin: `base_model.pooler` takes the
-hidden states). RoBERTa, MPNet, DeBERTa and decoders pool inside their heads; they keep `head`.
+Which models: those three shapes (BERT and its kin, DeBERTa, RoBERTa/XLM-R/MPNet/ELECTRA). DistilBERT and ALBERT-style
+heads pool inline in their forward, and decoders read the last token: they keep `head`.
 """
 
 from __future__ import annotations
@@ -28,16 +33,29 @@ ST_POOLING_FILE = "1_Pooling/config.json"  # a sentence-transformers folder's po
 
 
 class MeanPooler(torch.nn.Module):
-    """Stands where the pooler stood: the attention-masked mean of the hidden states, L2-normalised. The mask is
-    handed over by a forward pre-hook on the base model (a pooler is called with the hidden states alone)."""
+    """Stands where a pooler stood: the attention-masked mean of the hidden states, L2-normalised. The mask is handed
+    over by a forward pre-hook on the base model (a pooler is called with the hidden states alone)."""
 
     def __init__(self):
         super().__init__()
         self.mask = None
 
-    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    def forward(self, hidden_states: torch.Tensor, **kwargs) -> torch.Tensor:
         mask, self.mask = self.mask, None
         return masked_mean(hidden_states, mask)
+
+
+class MeanHead(MeanPooler):
+    """Stands where a RoBERTa-style classification head stood: the mean (MeanPooler), then that head's dropout and
+    output Linear (`out_proj`, kept under its name so the saved weights keep theirs)."""
+
+    def __init__(self, head: torch.nn.Module):
+        super().__init__()
+        self.dropout = getattr(head, "dropout", None) or torch.nn.Identity()
+        self.out_proj = head.out_proj
+
+    def forward(self, hidden_states: torch.Tensor, **kwargs) -> torch.Tensor:
+        return self.out_proj(self.dropout(super().forward(hidden_states)))
 
 
 def masked_mean(hidden_states: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -57,22 +75,41 @@ def _keep_mask(pooler: MeanPooler):
     return hook
 
 
+def _swappable(model) -> tuple[torch.nn.Module, str, str] | None:
+    """(the module whose attribute is swapped, the attribute, the state-dict prefix of the weights the swap drops) of
+    the first shape model/pooling knows, or None."""
+    base = getattr(model, "base_model", None)
+    for owner, prefix in ((base, f"{getattr(model, 'base_model_prefix', '')}.pooler."), (model, "pooler.")):
+        pooler = getattr(owner, "pooler", None)
+        if isinstance(pooler, MeanPooler) or (type(pooler).__name__.endswith("Pooler")
+                                               and isinstance(getattr(pooler, "dense", None), torch.nn.Linear)):
+            return owner, "pooler", prefix
+    head = getattr(model, "classifier", None)
+    if isinstance(head, MeanHead) or (isinstance(getattr(head, "dense", None), torch.nn.Linear)
+                                      and isinstance(getattr(head, "out_proj", None), torch.nn.Linear)):
+        return model, "classifier", "classifier.dense."
+    return None
+
+
 def supports_mean(model) -> bool:
-    """Whether the model's classifier reads a pooler of the hidden states that can be swapped."""
-    pooler = getattr(getattr(model, "base_model", None), "pooler", None)
-    return type(pooler).__name__.endswith("Pooler") and isinstance(getattr(pooler, "dense", None), torch.nn.Linear)
+    """Whether the model's classifier reads a pooler or head of the hidden states that can be swapped for the mean."""
+    return _swappable(model) is not None
 
 
 def use_mean(model) -> None:
-    """Swap the model's pooler for MeanPooler, in place, and record it in the model's config."""
-    base = model.base_model
-    if isinstance(base.pooler, MeanPooler):
-        return
-    if not supports_mean(model):
+    """Swap the model's pooler (or RoBERTa-style head) for the mean, in place, and record it in the model's config."""
+    found = _swappable(model)
+    if found is None:
         raise ConfigError(f"--setfit-pooling mean: the {model.config.model_type} architecture's classifier does not "
-                          "read a pooler that can be swapped (BERT-family models do); use --setfit-pooling head")
-    base.pooler = MeanPooler().to(base.device)
-    base.register_forward_pre_hook(_keep_mask(base.pooler), with_kwargs=True)
+                          "read a pooler or head that can be swapped (BERT, DeBERTa, RoBERTa, XLM-R, MPNet and ELECTRA "
+                          "models do); use --setfit-pooling head")
+    owner, name, _ = found
+    current = getattr(owner, name)
+    if isinstance(current, MeanPooler):
+        return
+    swapped = (MeanHead(current) if name == "classifier" else MeanPooler()).to(model.device)
+    setattr(owner, name, swapped)
+    model.base_model.register_forward_pre_hook(_keep_mask(swapped), with_kwargs=True)
     setattr(model.config, CONFIG_KEY, "mean")
 
 
@@ -84,10 +121,12 @@ def restore(model):
 
 
 def unsaved_on_purpose(model, missing) -> set[str]:
-    """Of the weights a load found missing, those of the pooler the swap replaced: a `mean` folder never holds them."""
-    if not isinstance(getattr(model.base_model, "pooler", None), MeanPooler):
+    """Of the weights a load found missing, those of the dense layer the swap dropped: a `mean` folder never holds
+    them."""
+    found = _swappable(model)
+    if found is None or not isinstance(getattr(found[0], found[1]), MeanPooler):
         return set()
-    return {key for key in missing if key.startswith(f"{model.base_model_prefix}.pooler.")}
+    return {key for key in missing if key.startswith(found[2])}
 
 
 def sentence_transformer_pooling(name: str) -> str | None:
