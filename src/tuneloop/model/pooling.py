@@ -23,6 +23,7 @@ heads pool inline in their forward, and decoders read the last token: they keep 
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 import torch
 
@@ -75,19 +76,29 @@ def _keep_mask(pooler: MeanPooler):
     return hook
 
 
-def _swappable(model) -> tuple[torch.nn.Module, str, str] | None:
-    """(the module whose attribute is swapped, the attribute, the state-dict prefix of the weights the swap drops) of
-    the first shape model/pooling knows, or None."""
+class Swap(NamedTuple):
+    """Where the mean goes: `owner.name` is swapped; `dropped` is the state-dict prefix of the weights it drops."""
+    owner: torch.nn.Module
+    name: str
+    dropped: str
+
+    @property
+    def done(self) -> bool:
+        return isinstance(getattr(self.owner, self.name), MeanPooler)
+
+
+def _swappable(model) -> Swap | None:
+    """The first shape model/pooling knows in `model`, or None."""
     base = getattr(model, "base_model", None)
     for owner, prefix in ((base, f"{getattr(model, 'base_model_prefix', '')}.pooler."), (model, "pooler.")):
         pooler = getattr(owner, "pooler", None)
         if isinstance(pooler, MeanPooler) or (type(pooler).__name__.endswith("Pooler")
                                                and isinstance(getattr(pooler, "dense", None), torch.nn.Linear)):
-            return owner, "pooler", prefix
+            return Swap(owner, "pooler", prefix)
     head = getattr(model, "classifier", None)
     if isinstance(head, MeanHead) or (isinstance(getattr(head, "dense", None), torch.nn.Linear)
                                       and isinstance(getattr(head, "out_proj", None), torch.nn.Linear)):
-        return model, "classifier", "classifier.dense."
+        return Swap(model, "classifier", "classifier.dense.")
     return None
 
 
@@ -103,12 +114,11 @@ def use_mean(model) -> None:
         raise ConfigError(f"--setfit-pooling mean: the {model.config.model_type} architecture's classifier does not "
                           "read a pooler or head that can be swapped (BERT, DeBERTa, RoBERTa, XLM-R, MPNet and ELECTRA "
                           "models do); use --setfit-pooling head")
-    owner, name, _ = found
-    current = getattr(owner, name)
-    if isinstance(current, MeanPooler):
+    if found.done:
         return
-    swapped = (MeanHead(current) if name == "classifier" else MeanPooler()).to(model.device)
-    setattr(owner, name, swapped)
+    current = getattr(found.owner, found.name)
+    swapped = (MeanHead(current) if found.name == "classifier" else MeanPooler()).to(model.device)
+    setattr(found.owner, found.name, swapped)
     model.base_model.register_forward_pre_hook(_keep_mask(swapped), with_kwargs=True)
     setattr(model.config, CONFIG_KEY, "mean")
 
@@ -124,9 +134,9 @@ def unsaved_on_purpose(model, missing) -> set[str]:
     """Of the weights a load found missing, those of the dense layer the swap dropped: a `mean` folder never holds
     them."""
     found = _swappable(model)
-    if found is None or not isinstance(getattr(found[0], found[1]), MeanPooler):
+    if found is None or not found.done:
         return set()
-    return {key for key in missing if key.startswith(found[2])}
+    return {key for key in missing if key.startswith(found.dropped)}
 
 
 def sentence_transformer_pooling(name: str) -> str | None:
