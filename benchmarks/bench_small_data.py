@@ -14,7 +14,7 @@ Methods (--methods, comma-separated):
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
                     paper's setting and the package's default before 1.0. Its 1.x default ("oversampling") draws
                     every pair of rows, which grows with the square of the rows: at 256 per class that is 131,072
-                    pairs on MRPC and about 2 million on docstrings (an estimated 3.4 and 25 hours a run on a 2-core
+                    pairs on MRPC and about 2 million on docstrings (an estimated 3 and 25 hours a run on a 2-core
                     CPU), so at 256 the package runs with this setting, linear in the rows
   tfidf             TF-IDF (word 1-2 + char 2-5 grams) + logistic regression, tuneloop's baseline (scikit-learn)
 
