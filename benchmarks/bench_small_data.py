@@ -204,11 +204,12 @@ def plot(summary: dict, path: str) -> str:
     fig = Figure(figsize=(5.5 * len(summary), 4.2))
     for i, (dataset, methods) in enumerate(summary.items()):
         ax = fig.add_subplot(1, len(summary), i + 1)
-        for method, sizes in methods.items():
+        for method, sizes in sorted(methods.items(), key=lambda kv: METHODS.index(kv[0])):
             xs = sorted(int(s) for s in sizes)
             mean = [sizes[str(x)]["f1_macro"]["mean"] for x in xs]
             std = [sizes[str(x)]["f1_macro"]["std"] for x in xs]
-            ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, label=method)
+            ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, label=method,
+                        color=f"C{METHODS.index(method)}")      # one colour per method in every panel
         ax.set_xscale("log", base=2)
         shown = sorted({int(s) for sizes in methods.values() for s in sizes})
         ax.set_xticks(shown, [str(x) for x in shown])
