@@ -106,6 +106,18 @@ def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     assert (out / "config.yaml").read_text().count("method: setfit") == 1
 
 
+def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):
+    """The logistic head trains no loop steps: the card's hyperparameters and time are the stage's, with no
+    "0 optimizer steps" or loop learning rate beside them."""
+    result, _, _, out = setfit_run
+    stage, card = result["setfit"], (out / "model" / "README.md").read_text()
+    assert f"| pairs | {stage['pairs']} (2 per training row in each of 8 rounds) |" in card
+    assert f"| contrastive steps | {stage['steps']} (1 pass(es) over the pairs, 16 pairs a step) |" in card
+    assert "| learning rate (contrastive stage) | 0.003 |" in card and "| seed |" in card
+    assert "optimizer steps" not in card and "learning rate (AdamW" not in card and "| warmup |" not in card
+    assert f"{stage['pairs']} pairs in {stage['steps']} steps" in card and "samples/s" not in card
+
+
 def test_ctrl_c_in_the_stage_ends_it_after_the_step_with_nothing_to_resume(tiny_model, tmp_path, monkeypatch):
     """SIGINT during the pair steps (the run's handler notes it): the stage stops after that step with Interrupted
     (it was ignored until the stage ended), no checkpoint and no model written, and the caller's handler is back."""

@@ -212,20 +212,39 @@ def _global_batch_text(train: dict, config: dict) -> str:
     return batch_text
 
 
+def _setfit_rows(stage: dict) -> list[tuple[str, str]]:
+    """--method setfit (results.json → setfit): the contrastive stage, then the head it fitted."""
+    head = ("a logistic-regression head fitted on the embeddings (it is the model's classification layer)"
+            if stage.get("head") == "logistic" else
+            "a logistic-regression head, then the training loop over every weight (the rows below)")
+    return [("method", f"SetFit: the encoder fine-tuned contrastively on pairs of training rows, then {head}"),
+            ("pairs", f"{fmt(stage.get('pairs'))} (2 per training row in each of {fmt(stage.get('iterations'))} "
+                      "rounds)"),
+            ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
+                                  f"{fmt(stage.get('batch_size'))} pairs a step)"),
+            ("learning rate (contrastive stage)", fmt(stage.get("lr"))),
+            ("embedding the head reads", {"mean": "mean of the last hidden states, normalised",
+                                          "head": "the model's own pooled output"}.get(stage.get("pooling"),
+                                                                                       fmt(stage.get("pooling"))))]
+
+
 def _hyperparameters_section(f: _Facts) -> list[str]:
-    """## Training hyperparameters: a table of the options that shaped training."""
+    """## Training hyperparameters: a table of the options that shaped training; for --method setfit its stage
+    first, and the training loop's options only when the loop trained (an end-to-end head)."""
     config, train, precision = f.config, f.train, f.precision
-    warmup = _warmup_text(config)
-    epochs = _epochs_text(train, config)
-    batch_text = _global_batch_text(train, config)
-    hyper = [("epochs", epochs), ("batch size per device", fmt(config.get("batch_size"))),
-             ("global batch size", batch_text), ("learning rate (AdamW, peak)", fmt(config.get("lr"))),
-             ("schedule", fmt(config.get("lr_scheduler"))), ("warmup", warmup),
-             ("weight decay", fmt(config.get("weight_decay"))),
-             ("max gradient norm", fmt(config.get("max_grad_norm")) if config.get("max_grad_norm") else "no clipping"),
-             ("max length", fmt(config.get("max_length")) if config.get("max_length") else "tokenizer maximum"),
-             ("mixed precision", "fp32 (none)" if precision == "no" else fmt(precision)),
-             ("seed", fmt(config.get("seed")))]
+    stage = f.results.get("setfit")
+    hyper = _setfit_rows(stage) if stage else []
+    if not stage or train.get("steps"):
+        hyper += [("epochs", _epochs_text(train, config)), ("batch size per device", fmt(config.get("batch_size"))),
+                  ("global batch size", _global_batch_text(train, config)),
+                  ("learning rate (AdamW, peak)", fmt(config.get("lr"))),
+                  ("schedule", fmt(config.get("lr_scheduler"))), ("warmup", _warmup_text(config)),
+                  ("weight decay", fmt(config.get("weight_decay"))),
+                  ("max gradient norm",
+                   fmt(config.get("max_grad_norm")) if config.get("max_grad_norm") else "no clipping")]
+    hyper += [("max length", fmt(config.get("max_length")) if config.get("max_length") else "tokenizer maximum"),
+              ("mixed precision", "fp32 (none)" if precision == "no" else fmt(precision)),
+              ("seed", fmt(config.get("seed")))]
     lines = ["## Training hyperparameters", "", "| hyperparameter | value |", "|---|---|"]
     return lines + [f"| {_md(k)} | {_md(v)} |" for k, v in hyper] + [""]
 
@@ -252,10 +271,19 @@ def _evaluation_section(f: _Facts) -> list[str]:
 
 def _training_time_section(f: _Facts) -> list[str]:
     """## Training time: wall time, throughput and hardware; nothing when results.json records no training."""
-    train, precision = f.train, f.precision
+    train, precision, stage = f.train, f.precision, f.results.get("setfit")
     if not train:
         return []
-    return ["## Training time", "",
+    lines = ["## Training time", ""]
+    if stage:
+        lines += [f"The SetFit stage: {fmt_seconds(stage.get('seconds'))} ({fmt(stage.get('pairs'))} pairs in "
+                  f"{fmt(stage.get('steps'))} steps, the head fitted in {fmt_seconds(stage.get('head_fit_s'))}), "
+                  f"on {fmt(train.get('num_processes'))} process(es)" +
+                  (f" ({train['device']})" if train.get("device") else "") +
+                  f", precision {'fp32' if precision == 'no' else fmt(precision)}.", ""]
+        if not train.get("steps"):
+            return lines
+    return lines + [
             f"{fmt_seconds(train.get('runtime_s'))} in all (training {fmt_seconds(train.get('training_s'))}, "
             f"evaluation {fmt_seconds(train.get('eval_s'))}) for {fmt(train.get('num_samples'))} training "
             f"examples × {fmt(train.get('epochs'))} epochs, {fmt(train.get('samples_per_second'))} "
