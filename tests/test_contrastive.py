@@ -118,6 +118,20 @@ def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):
     assert f"{stage['pairs']} pairs in {stage['steps']} steps" in card and "samples/s" not in card
 
 
+def test_the_report_shows_the_stage_not_an_empty_loop(setfit_run):
+    """report.html of a logistic-head run: the stage in the summary and its own table; no "0 steps", no training
+    statistics of a loop that never ran, no curves said to be "not logged yet", no raw JSON of the stage."""
+    from tuneloop.report.page import write_report
+
+    result, _, _, out = setfit_run
+    stage, page = result["setfit"], write_report(out).read_text()
+    assert f"{stage['pairs']} pairs in {stage['steps']} steps, loss {stage['loss_first']:.4f}" in page
+    assert "<h2>Contrastive stage</h2>" in page and "<td>pairs</td>" in page
+    assert "the training loop ran no step" in page and "the training loop trained no step" in page
+    assert "0 steps, 0 epochs" not in page and "Training statistics" not in page and "samples/s" not in page
+    assert "not logged yet" not in page and "no training loss logged" not in page and '"pairs":' not in page
+
+
 def test_ctrl_c_in_the_stage_ends_it_after_the_step_with_nothing_to_resume(tiny_model, tmp_path, monkeypatch):
     """SIGINT during the pair steps (the run's handler notes it): the stage stops after that step with Interrupted
     (it was ignored until the stage ended), no checkpoint and no model written, and the caller's handler is back."""

@@ -15,7 +15,7 @@ from ..exceptions import TuneloopError
 from ..model.loading import ALIASES, read_metadata
 from ..runtime.machine import package_version
 from ..tasks import MULTI_LABEL, REGRESSION, TASKS, TaskSpec
-from .fmt import fmt, fmt_metric, fmt_seconds
+from .fmt import fmt, fmt_metric, fmt_seconds, setfit_stage_rows
 from .run import NOT_METRICS
 
 MODEL_CARD_FILE = "README.md"
@@ -212,28 +212,12 @@ def _global_batch_text(train: dict, config: dict) -> str:
     return batch_text
 
 
-def _setfit_rows(stage: dict) -> list[tuple[str, str]]:
-    """--method setfit (results.json → setfit): the contrastive stage, then the head it fitted."""
-    head = ("a logistic-regression head fitted on the embeddings (it is the model's classification layer)"
-            if stage.get("head") == "logistic" else
-            "a logistic-regression head, then the training loop over every weight (the rows below)")
-    return [("method", f"SetFit: the encoder fine-tuned contrastively on pairs of training rows, then {head}"),
-            ("pairs", f"{fmt(stage.get('pairs'))} (2 per training row in each of {fmt(stage.get('iterations'))} "
-                      "rounds)"),
-            ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
-                                  f"{fmt(stage.get('batch_size'))} pairs a step)"),
-            ("learning rate (contrastive stage)", fmt(stage.get("lr"))),
-            ("embedding the head reads", {"mean": "mean of the last hidden states, normalised",
-                                          "head": "the model's own pooled output"}.get(stage.get("pooling"),
-                                                                                       fmt(stage.get("pooling"))))]
-
-
 def _hyperparameters_section(f: _Facts) -> list[str]:
     """## Training hyperparameters: a table of the options that shaped training; for --method setfit its stage
     first, and the training loop's options only when the loop trained (an end-to-end head)."""
     config, train, precision = f.config, f.train, f.precision
     stage = f.results.get("setfit")
-    hyper = _setfit_rows(stage) if stage else []
+    hyper = setfit_stage_rows(stage) if stage else []
     if not stage or train.get("steps"):
         hyper += [("epochs", _epochs_text(train, config)), ("batch size per device", fmt(config.get("batch_size"))),
                   ("global batch size", _global_batch_text(train, config)),
@@ -299,7 +283,8 @@ def _usage_section(f: _Facts) -> list[str]:
     kwargs = ", top_k=None" if f.kind == MULTI_LABEL else ""
     example = ('{"text": "The cat sat on the mat.", "text_pair": "A cat was sitting on the mat."}' if f.pair
                else '"This was a pleasure to read."')
-    ours = '("The cat sat on the mat.", "A cat was sitting on the mat.")' if f.pair else '"This was a pleasure to read."'
+    ours = ('("The cat sat on the mat.", "A cat was sitting on the mat.")' if f.pair
+            else '"This was a pleasure to read."')
     what = {REGRESSION: "the score is the model's raw output (no softmax)",
             MULTI_LABEL: "top_k=None returns every label with its sigmoid probability"}.get(
         f.kind, "the label with the highest probability")

@@ -56,6 +56,23 @@ def fmt_seconds(seconds: Any) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
+    """--method setfit (results.json → setfit) as (name, text) rows: the contrastive stage, then the head it fitted
+    (the model card's hyperparameters and the report's stage table)."""
+    head = ("a logistic-regression head fitted on the embeddings (it is the model's classification layer)"
+            if stage.get("head") == "logistic" else
+            "a logistic-regression head, then the training loop over every weight (the rows below)")
+    return [("method", f"SetFit: the encoder fine-tuned contrastively on pairs of training rows, then {head}"),
+            ("pairs", f"{fmt(stage.get('pairs'))} (2 per training row in each of {fmt(stage.get('iterations'))} "
+                      "rounds)"),
+            ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
+                                  f"{fmt(stage.get('batch_size'))} pairs a step)"),
+            ("learning rate (contrastive stage)", fmt(stage.get("lr"))),
+            ("embedding the head reads", {"mean": "mean of the last hidden states, normalised",
+                                          "head": "the model's own pooled output"}.get(stage.get("pooling"),
+                                                                                       fmt(stage.get("pooling"))))]
+
+
 def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:
     out = [f'<table class="{_esc(cls)}">' if cls else "<table>"]
     if header:

@@ -16,7 +16,7 @@ from ..layout import PLOTS_DIR, REPORT_FILE
 from ..tasks import MULTI_LABEL, REGRESSION
 from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
-from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds
+from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, Run, read_run
 from .sections import decision_section, failures_section, label_issues_section
@@ -143,7 +143,10 @@ def _facts(run: Run) -> list[tuple]:
             examples.append(f"{split} {fmt(metrics['num_samples'])}")
     if examples:
         facts.append(("examples", ", ".join(examples)))
-    if train:
+    stage = results.get("setfit")                 # --method setfit: the contrastive stage ran before the loop
+    if stage:
+        facts.append(("contrastive stage", _stage_text(stage)))
+    if train and (train.get("steps") or not stage):
         facts.append(("steps / epochs", f"{fmt(train.get('steps'))} steps, {fmt(train.get('epochs'))} epochs, "
                       f"global batch {fmt(train.get('global_batch_size'))}"))
         facts.append(("runtime", f"{fmt_seconds(train.get('runtime_s'))} (training "
@@ -151,6 +154,10 @@ def _facts(run: Run) -> list[tuple]:
                       f"set-up {fmt_seconds(train.get('setup_s'))} before it)"))
         if train.get("samples_per_second") is not None:
             facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"))
+    elif train:                                   # the logistic head: the loop trained no step
+        facts.append(("runtime", f"{fmt_seconds((stage.get('seconds') or 0) + (train.get('runtime_s') or 0))} "
+                      f"(the contrastive stage and its head; set-up {fmt_seconds(train.get('setup_s'))} before it); "
+                      "the training loop trained no step"))
     elif run.records:
         last = run.records[-1]
         times = [r["time"] for r in run.records if isinstance(r.get("time"), (int, float))]
@@ -163,6 +170,18 @@ def _facts(run: Run) -> list[tuple]:
     if config.get("seed") is not None:
         facts.append(("seed", config["seed"]))
     return facts
+
+
+def _stage_text(stage: dict) -> str:
+    """One line for results.json's "setfit" section: pairs, steps, the loss, the head, the seconds."""
+    loss = (f", loss {fmt_metric(stage['loss_first'])} → {fmt_metric(stage['loss_last'])}"
+            if isinstance(stage.get("loss_first"), float) and isinstance(stage.get("loss_last"), float) else "")
+    head = ("then a logistic-regression head" if stage.get("head") == "logistic" else
+            "then a logistic-regression head and the training loop over every weight")
+    accuracy = (f" (training accuracy {fmt_metric(stage['head_train_accuracy'])})"
+                if isinstance(stage.get("head_train_accuracy"), float) else "")
+    return (f"{fmt(stage.get('pairs'))} pairs in {fmt(stage.get('steps'))} steps{loss}, {head}{accuracy}; "
+            f"{fmt_seconds(stage.get('seconds'))}")
 
 
 def _config_table(config: dict) -> str:
@@ -241,9 +260,16 @@ def render_html(run: Run, plots: list[Plot]) -> str:
 
     by_name = {p.name: p for p in plots}
     parts.append("<h2>Training</h2>")
-    parts += [_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name]
-    parts.append("<h2>Evaluation</h2>")
-    parts += [_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]
+    stage, loop_trained = results.get("setfit"), bool((results.get("train") or {}).get("steps"))
+    if stage and not loop_trained:                # the logistic head: no loop, so no curves and no evaluations
+        parts.append('<div class="note">--method setfit with the logistic head: the contrastive stage and the head '
+                     "are the whole training (Contrastive stage, below); the training loop ran no step, so there are "
+                     "no loss, learning-rate, throughput or evaluation curves. The model was evaluated once, after "
+                     "the head (Final evaluation, above).</div>")
+    else:
+        parts += [_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name]
+        parts.append("<h2>Evaluation</h2>")
+        parts += [_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]
     parts.append("<h2>Predictions</h2>")
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
@@ -251,11 +277,20 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += decision_section(run, plots)
     parts += failures_section(run)
     parts += label_issues_section(run)
-    if results.get("train"):
+    if stage:
+        parts += ["<h2>Contrastive stage</h2>",
+                  _table([*setfit_stage_rows(stage),
+                          ("pair loss, first step → last", f"{fmt_metric(stage.get('loss_first'))} → "
+                                                           f"{fmt_metric(stage.get('loss_last'))}"),
+                          ("head's accuracy on the training rows", fmt_metric(stage.get("head_train_accuracy"))),
+                          ("time", f"{fmt_seconds(stage.get('seconds'))} (the head fitted in "
+                                   f"{fmt_seconds(stage.get('head_fit_s'))})")], header=("", "value"))]
+    if results.get("train") and (loop_trained or not stage):
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
-    other = {k: v for k, v in results.items() if k not in ("eval", "eval_splits", "train", "per_class", "decision")}
+    other = {k: v for k, v in results.items()
+             if k not in ("eval", "eval_splits", "train", "per_class", "decision", "setfit")}
     if other:
         parts += ["<h3>results.json</h3>", _table([(k, v) for k, v in other.items()], header=("key", "value"))]
     parts.append("<h2>Configuration</h2>")
