@@ -181,3 +181,27 @@ def test_an_empty_text_cell_in_a_file_stops_the_run(tiny_model, tmp_path, capsys
                  "--quiet"]) == 2
     assert f"{data}: line 3: column 'text' is empty" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path, good, capsys):
+    """A partial or foreign checkpoint: transformers would draw the missing encoder weights at random and the run
+    would train a different model without a word. The head alone being new is the normal case and passes."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    partial = tmp_path / "partial"
+    shutil.copytree(tiny_model, partial)
+    weights = load_file(partial / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("bert.encoder.layer.1.")},
+              partial / "model.safetensors", metadata={"format": "pt"})
+    out = tmp_path / "out"
+    code, err = run_cli(train_argv(str(partial), tmp_path, good, good), capsys)
+    check(code, err, f"--model {partial}", "no weights", "16 of the encoder's", "bert.encoder.layer.1.",
+          "random values")
+    assert not out.exists()
+    headless = tmp_path / "headless"                  # a base checkpoint: only the classifier is new
+    shutil.copytree(tiny_model, headless)
+    save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")},
+              headless / "model.safetensors", metadata={"format": "pt"})
+    assert run_cli(train_argv(str(headless), tmp_path, good, good), capsys)[0] == 0

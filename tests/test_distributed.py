@@ -36,7 +36,8 @@ def env():
 
 def train_args(model, data, out, **extra) -> list[str]:
     opts = {"task": "mrpc", "data_dir": str(data), "model": model, "output_dir": str(out), "lr": 3e-3,
-            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", "report": False, "small_data": "off", **extra}
+            "seed": 0, "log_every": 1, "quiet": True, "mixed_precision": "no", "report": False, "small_data": "off",
+            **extra}
     args = []
     for key, value in opts.items():
         flag = "--" + key.replace("_", "-")
@@ -215,8 +216,30 @@ def test_lora_on_two_processes_trains_what_one_process_trains(tiny_model, data, 
         runs[name] = tmp_path / name
         tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
                                       "output_dir": str(runs[name]), "batch_size": 8, "max_steps": 8, "lr": 1e-2,
-                                      "eval_batch_size": 8, "warmup_ratio": 0.0, "lora": True, "lora_dropout": 0.0, "seed": seed}))
+                                      "eval_batch_size": 8, "warmup_ratio": 0.0, "lora": True, "lora_dropout": 0.0,
+                                      "seed": seed}))
     one, other, both = adapters(runs["one"]), adapters(runs["other"]), adapters(two)
     assert set(one) == set(both) and any("classifier" in k for k in one)          # the head travels with them
     assert max(float((one[k] - both[k]).abs().max()) for k in one) < 1e-3
     assert max(float((one[k] - other[k]).abs().max()) for k in one) > 1e-2
+
+
+def test_setfit_on_two_processes_trains_what_one_process_trains(tiny_model, data, tmp_path):
+    """--method setfit under a launcher: each process embeds its half of every step's pairs and DDP averages the
+    gradients, so 2 processes end with the body and the fitted head one process gets (float noise apart), with one
+    writer; a run on other pairs (another seed) lands far away (the comparison can fail)."""
+    setfit = {"method": "setfit", "setfit_iterations": 2, "setfit_lr": 3e-3, "setfit_batch_size": 16,
+              "eval_batch_size": 8, "baseline": "none"}
+    two = tmp_path / "two"
+    proc = run(torchrun(2) + ["train", *train_args(tiny_model, data, two, **setfit)])
+    runs = {}
+    for name, seed in (("one", 0), ("other", 1)):
+        runs[name] = tmp_path / name
+        tuneloop.train(TrainConfig(**{**fast_options(tiny_model), "task": "mrpc", "data_dir": str(data),
+                                      "output_dir": str(runs[name]), **setfit, "seed": seed}))
+    one, both = (json.loads((r / "results.json").read_text()) for r in (runs["one"], two))
+    assert both["train"]["num_processes"] == 2 and both["setfit"]["steps"] == one["setfit"]["steps"] == 24
+    assert both["setfit"]["loss_last"] == pytest.approx(one["setfit"]["loss_last"], abs=1e-4)
+    assert max_difference(runs["one"], two) < 1e-3 < max_difference(runs["one"], runs["other"])
+    assert both["eval"]["num_samples"] == 61 and both["eval"]["accuracy"] == pytest.approx(one["eval"]["accuracy"])
+    assert proc.stdout.count("saved:") == 1

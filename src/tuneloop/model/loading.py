@@ -174,6 +174,21 @@ def not_loaded(info: dict) -> list[str]:
                                                           for k in info.get("mismatched_keys") or []})
 
 
+def check_body_loaded(model, new: list[str], name: str) -> None:
+    """Fine-tuning starts from the checkpoint's encoder: a load that drew any of its weights afresh (a checkpoint of
+    another architecture or prefix, a partial download, embeddings of another size) would train a silently different
+    model, so it stops the run. The head (and a pooler) are expected to be new and are not counted."""
+    prefix = getattr(model, "base_model_prefix", "")
+    params = {n for n, _ in model.named_parameters()}
+    body = [k for k in new if k in params and k.startswith(f"{prefix}.") and k.split(".")[1] != "pooler"]
+    if body:
+        total = sum(1 for k in params if k.startswith(f"{prefix}."))
+        shown = ", ".join(body[:3]) + (f" and {len(body) - 3} more" if len(body) > 3 else "")
+        raise TuneloopError(f"--model {name}: the checkpoint has no weights (or weights of another shape) for "
+                            f"{len(body)} of the encoder's {total} tensors ({shown}); training would start them "
+                            "from random values. Is the folder complete, and a checkpoint of this architecture?")
+
+
 def load_saved_model(path: str):
     """A full model folder (tuneloop's, or any sequence-classification checkpoint) with its pooling re-made
     (model/pooling.py). Weights the checkpoint lacks are newly drawn by transformers, and its report of them is hidden

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
-import os
 from pathlib import Path
 
 from .. import tasks
@@ -22,7 +22,7 @@ from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
 from ..model import pooling
 from ..model.attention import choose as choose_attention
-from ..model.loading import check_max_length, load_model, model_class, model_config
+from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config
 from ..model.lora import add_adapters, trainable_summary
 from ..model.losses import TrainingLoss
 from ..model.optim import build_optimizer, build_scheduler
@@ -149,6 +149,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
     attention, why = choose_attention(config.attention, model_class(model_cfg), device_type == "cpu",
                                       config.compiled)
     model, new = load_model(config.model, model_cfg, attention, loading_info=True)
+    check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
     check_vocabulary(tokenizer, model, config.model)
     pooled = setup_pooling(config, model)
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
