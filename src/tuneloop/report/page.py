@@ -215,6 +215,30 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "compile": "torch.compile", "first_step_s": "first optimizer step (s), compilation included"}
 
 
+def _curves(plots: list[Plot], stage_only: bool) -> list[str]:
+    """The Training and Evaluation sections: the loop's curves, or (--method setfit with the logistic head, where
+    the loop ran no step) a note saying why there are none."""
+    if stage_only:
+        return ["<h2>Training</h2>",
+                '<div class="note">--method setfit with the logistic head: the contrastive stage and the head are the '
+                "whole training (Contrastive stage, below); the training loop ran no step, so there are no loss, "
+                "learning-rate, throughput or evaluation curves. The model was evaluated once, after the head (Final "
+                "evaluation, above).</div>"]
+    by_name = {p.name: p for p in plots}
+    return ["<h2>Training</h2>", *[_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name],
+            "<h2>Evaluation</h2>", *[_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]]
+
+
+def _stage_table(stage: dict) -> str:
+    """results.json's "setfit" section as a table: the options the model card lists, then what the stage did."""
+    return _table([*setfit_stage_rows(stage),
+                   ("pair loss, first step → last", f"{fmt_metric(stage.get('loss_first'))} → "
+                                                    f"{fmt_metric(stage.get('loss_last'))}"),
+                   ("head's accuracy on the training rows", fmt_metric(stage.get("head_train_accuracy"))),
+                   ("time", f"{fmt_seconds(stage.get('seconds'))} (the head fitted in "
+                            f"{fmt_seconds(stage.get('head_fit_s'))})")], header=("", "value"))
+
+
 def render_html(run: Run, plots: list[Plot]) -> str:
     from ..version import __version__
 
@@ -258,18 +282,8 @@ def render_html(run: Run, plots: list[Plot]) -> str:
         else:
             parts.append('<div class="note">No evaluation yet.</div>')
 
-    by_name = {p.name: p for p in plots}
-    parts.append("<h2>Training</h2>")
     stage, loop_trained = results.get("setfit"), bool((results.get("train") or {}).get("steps"))
-    if stage and not loop_trained:                # the logistic head: no loop, so no curves and no evaluations
-        parts.append('<div class="note">--method setfit with the logistic head: the contrastive stage and the head '
-                     "are the whole training (Contrastive stage, below); the training loop ran no step, so there are "
-                     "no loss, learning-rate, throughput or evaluation curves. The model was evaluated once, after "
-                     "the head (Final evaluation, above).</div>")
-    else:
-        parts += [_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name]
-        parts.append("<h2>Evaluation</h2>")
-        parts += [_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]
+    parts += _curves(plots, stage_only=bool(stage) and not loop_trained)
     parts.append("<h2>Predictions</h2>")
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
@@ -278,13 +292,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += failures_section(run)
     parts += label_issues_section(run)
     if stage:
-        parts += ["<h2>Contrastive stage</h2>",
-                  _table([*setfit_stage_rows(stage),
-                          ("pair loss, first step → last", f"{fmt_metric(stage.get('loss_first'))} → "
-                                                           f"{fmt_metric(stage.get('loss_last'))}"),
-                          ("head's accuracy on the training rows", fmt_metric(stage.get("head_train_accuracy"))),
-                          ("time", f"{fmt_seconds(stage.get('seconds'))} (the head fitted in "
-                                   f"{fmt_seconds(stage.get('head_fit_s'))})")], header=("", "value"))]
+        parts += ["<h2>Contrastive stage</h2>", _stage_table(stage)]
     if results.get("train") and (loop_trained or not stage):
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
