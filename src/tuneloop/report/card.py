@@ -15,7 +15,7 @@ from ..exceptions import TuneloopError
 from ..model.loading import ALIASES, read_metadata
 from ..runtime.machine import package_version
 from ..tasks import MULTI_LABEL, REGRESSION, TASKS, TaskSpec
-from .fmt import fmt, fmt_metric, fmt_seconds, setfit_stage_rows
+from .fmt import fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
 from .run import NOT_METRICS
 
 MODEL_CARD_FILE = "README.md"
@@ -218,7 +218,7 @@ def _hyperparameters_section(f: _Facts) -> list[str]:
     config, train, precision = f.config, f.train, f.precision
     stage = f.results.get("setfit")
     hyper = setfit_stage_rows(stage) if stage else []
-    if not stage or train.get("steps"):
+    if not stage_only(f.results):
         hyper += [("epochs", _epochs_text(train, config)), ("batch size per device", fmt(config.get("batch_size"))),
                   ("global batch size", _global_batch_text(train, config)),
                   ("learning rate (AdamW, peak)", fmt(config.get("lr"))),
@@ -265,7 +265,7 @@ def _training_time_section(f: _Facts) -> list[str]:
                   f"on {fmt(train.get('num_processes'))} process(es)" +
                   (f" ({train['device']})" if train.get("device") else "") +
                   f", precision {'fp32' if precision == 'no' else fmt(precision)}.", ""]
-        if not train.get("steps"):
+        if stage_only(f.results):
             return lines
     return lines + [
             f"{fmt_seconds(train.get('runtime_s'))} in all (training {fmt_seconds(train.get('training_s'))}, "

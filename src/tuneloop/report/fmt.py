@@ -56,6 +56,12 @@ def fmt_seconds(seconds: Any) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
+def stage_only(results: dict) -> bool:
+    """--method setfit with the logistic head: the contrastive stage ran and the training loop trained no step, so
+    the card and the page show the stage instead of the loop's settings, time and curves."""
+    return bool(results.get("setfit")) and not (results.get("train") or {}).get("steps")
+
+
 def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
     """--method setfit (results.json → setfit) as (name, text) rows: the contrastive stage, then the head it fitted
     (the model card's hyperparameters and the report's stage table)."""

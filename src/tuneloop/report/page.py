@@ -16,7 +16,7 @@ from ..layout import PLOTS_DIR, REPORT_FILE
 from ..tasks import MULTI_LABEL, REGRESSION
 from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
-from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows
+from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, Run, read_run
 from .sections import decision_section, failures_section, label_issues_section
@@ -146,7 +146,7 @@ def _facts(run: Run) -> list[tuple]:
     stage = results.get("setfit")                 # --method setfit: the contrastive stage ran before the loop
     if stage:
         facts.append(("contrastive stage", _stage_text(stage)))
-    if train and (train.get("steps") or not stage):
+    if train and not stage_only(results):
         facts.append(("steps / epochs", f"{fmt(train.get('steps'))} steps, {fmt(train.get('epochs'))} epochs, "
                       f"global batch {fmt(train.get('global_batch_size'))}"))
         facts.append(("runtime", f"{fmt_seconds(train.get('runtime_s'))} (training "
@@ -215,10 +215,10 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "compile": "torch.compile", "first_step_s": "first optimizer step (s), compilation included"}
 
 
-def _curves(plots: list[Plot], stage_only: bool) -> list[str]:
+def _curves(plots: list[Plot], only_the_stage: bool) -> list[str]:
     """The Training and Evaluation sections: the loop's curves, or (--method setfit with the logistic head, where
     the loop ran no step) a note saying why there are none."""
-    if stage_only:
+    if only_the_stage:
         return ["<h2>Training</h2>",
                 '<div class="note">--method setfit with the logistic head: the contrastive stage and the head are the '
                 "whole training (Contrastive stage, below); the training loop ran no step, so there are no loss, "
@@ -282,8 +282,8 @@ def render_html(run: Run, plots: list[Plot]) -> str:
         else:
             parts.append('<div class="note">No evaluation yet.</div>')
 
-    stage, loop_trained = results.get("setfit"), bool((results.get("train") or {}).get("steps"))
-    parts += _curves(plots, stage_only=bool(stage) and not loop_trained)
+    stage = results.get("setfit")
+    parts += _curves(plots, only_the_stage=stage_only(results))
     parts.append("<h2>Predictions</h2>")
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
@@ -293,7 +293,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += label_issues_section(run)
     if stage:
         parts += ["<h2>Contrastive stage</h2>", _stage_table(stage)]
-    if results.get("train") and (loop_trained or not stage):
+    if results.get("train") and not stage_only(results):
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
