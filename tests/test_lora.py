@@ -111,17 +111,23 @@ def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tm
     assert not [r for r in caplog.records if "no weights for" in r.getMessage()]
 
     # the trap itself, as a LoRA folder saved without tuneloop would hold it: the pooler neither listed nor saved;
-    # peft loads it without a word and the pooler is random: tuneloop names it
+    # peft loads it without a word and the pooler is random: tuneloop stops, naming it
     trapped = copy_adapter(folder, tmp_path / "trapped", drop="pooler", unlist="pooler")
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        tuneloop.load(trapped).close()
-    said = [r.getMessage() for r in caplog.records if "no weights for" in r.getMessage()]
-    assert len(said) == 1 and "pooler.dense.weight" in said[0] and "classifier" not in said[0]
-    assert "nor the adapter file has them" in said[0]                  # the reason a LoRA folder has, not a save's
-    # a listed module missing from the file (a partial copy): peft's KeyError becomes one line naming the folder
-    with pytest.raises(TuneloopError, match="could not load the LoRA adapter.*classifier"):
+    with pytest.raises(TuneloopError, match="no weights for pooler.dense") as stopped:
+        tuneloop.load(trapped)
+    said = str(stopped.value)
+    assert "classifier" not in said.split(";")[0] and len(said.splitlines()) == 1
+    assert "nor the adapter file has them" in said                     # the reason a LoRA folder has, not a save's
+    # a listed module missing from the file (a partial copy) stops the same way, before peft's KeyError
+    with pytest.raises(TuneloopError, match="no weights for classifier.bias, classifier.weight.*a partial copy"):
         tuneloop.load(copy_adapter(folder, tmp_path / "partial", drop="classifier"))
+    # a module listed as saved in full that the base model has but the file lacks: peft's KeyError becomes one line
+    listed = copy_adapter(folder, tmp_path / "listed", drop="no such weight")
+    config = json.loads((listed / "adapter_config.json").read_text())
+    (listed / "adapter_config.json").write_text(json.dumps({**config, "modules_to_save": [
+        *config["modules_to_save"], "embeddings"]}))
+    with pytest.raises(TuneloopError, match="could not load the LoRA adapter.*a damaged or partial copy"):
+        tuneloop.load(listed)
 
 
 def copy_adapter(folder, to, drop: str, unlist: str | None = None):

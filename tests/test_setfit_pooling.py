@@ -18,7 +18,8 @@ from families import family_folder
 from test_contrastive import SETFIT, head_inputs_and_probabilities, lr_probabilities, pair_rows, write_pairs
 
 import tuneloop
-from tuneloop.exceptions import ConfigError
+from tuneloop.cli.main import main
+from tuneloop.exceptions import ConfigError, TuneloopError
 from tuneloop.model.pooling import CONFIG_KEY, MeanPooler, sentence_transformer_pooling
 
 
@@ -87,8 +88,6 @@ def test_padding_does_not_change_a_prediction(mean_run):
 def test_the_folder_exports_and_plain_transformers_sees_no_pooler(mean_run, tmp_path):
     from transformers import AutoModelForSequenceClassification
 
-    from tuneloop.cli.main import main
-
     _, _, _, out = mean_run
     _, info = AutoModelForSequenceClassification.from_pretrained(out / "model", output_loading_info=True)
     assert any("pooler" in key for key in info["missing_keys"])           # transformers' loud "newly initialized"
@@ -98,26 +97,30 @@ def test_the_folder_exports_and_plain_transformers_sees_no_pooler(mean_run, tmp_
     assert report["gate"]["verdict"] == "pass" and report["gate"]["max_logit_difference"] < 1e-4
 
 
-def test_a_missing_pooler_is_not_reported_but_any_other_missing_weight_is(mean_run, tmp_path, caplog):
+def test_a_missing_pooler_is_not_reported_but_any_other_missing_weight_stops_the_load(mean_run, tmp_path, caplog,
+                                                                                       capsys):
     """The pooler's weights are left out on purpose: tuneloop.load says nothing of them; a folder missing another
-    weight (here the classifier's, as a damaged save would) loads with a warning naming it (transformers' own report
-    is hidden while tuneloop loads, so without this the random head would pass unseen)."""
+    weight (here the classifier's, as a damaged save would) stops with one line naming it (transformers' own report
+    is hidden while tuneloop loads, so without this the random head would pass unseen): in Python and on the
+    command line, where it exits non-zero with no traceback and writes nothing."""
     from safetensors.torch import load_file, save_file
 
     _, _, _, out = mean_run
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        tuneloop.load(out)
+        tuneloop.load(out).close()
     assert not [r for r in caplog.records if "no weights for" in r.getMessage()]
     damaged = tmp_path / "model"
     shutil.copytree(out / "model", damaged)
     weights = load_file(damaged / "model.safetensors")
     save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")}, damaged / "model.safetensors",
               metadata={"format": "pt"})
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+    with pytest.raises(TuneloopError, match="no weights for classifier.bias, classifier.weight; they would be random"):
         tuneloop.load(damaged)
-    said = [r.getMessage() for r in caplog.records if "no weights for" in r.getMessage()]
-    assert len(said) == 1 and "no weights for classifier.bias, classifier.weight; they are random" in said[0]
+    capsys.readouterr()
+    assert main(["predict", "--model", str(damaged), "a first sentence", "a second one"]) == 2
+    captured = capsys.readouterr()
+    assert len(captured.err.strip().splitlines()) == 1 and "no weights for classifier.bias" in captured.err
+    assert "Traceback" not in captured.err and not captured.out.strip()
 
 
 @pytest.mark.parametrize("family", ["mpnet", "deberta-v2"])
@@ -126,8 +129,6 @@ def test_mean_swaps_an_mpnet_head_and_a_deberta_pooler(family, tmp_path_factory,
     context pooler: `auto` on a sentence-transformer folder reads the masked mean; the head is the logistic
     regression on it; the folder reloads without re-drawn weights and exports; transformers sees the dropped dense."""
     from transformers import AutoModelForSequenceClassification
-
-    from tuneloop.cli.main import main
 
     folder = tmp_path / "st"
     shutil.copytree(family_folder(family, tmp_path_factory), folder)

@@ -192,26 +192,29 @@ def check_body_loaded(model, new: list[str], name: str) -> None:
 def load_saved_model(path: str):
     """A full model folder (tuneloop's, or any sequence-classification checkpoint) with its pooling re-made
     (model/pooling.py). Weights the checkpoint lacks are newly drawn by transformers, and its report of them is hidden
-    while tuneloop loads (runtime/process.library_output): they are said here instead, in one line, since a random
-    head predicts nothing (a damaged save, or a base model never fine-tuned). A `mean` folder's pooler is left out on
-    purpose and not counted."""
+    while tuneloop loads (runtime/process.library_output): a random head predicts nothing (a damaged save, or a base
+    model never fine-tuned), so the load stops here naming them. A `mean` folder's pooler is left out on purpose and
+    not counted."""
     from transformers import AutoModelForSequenceClassification
 
     from .pooling import restore, unsaved_on_purpose
 
     model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
     model, missing = restore(model), not_loaded(info)
-    warn_missing(path, sorted(set(missing) - unsaved_on_purpose(model, missing)))
+    check_complete(path, sorted(set(missing) - unsaved_on_purpose(model, missing)))
     return model
 
 
-def warn_missing(path, missing: list[str],
-                 why: str = "a damaged or partial save, or a base model that was never fine-tuned") -> None:
-    """One warning naming the weights a model folder's load drew at random (none: nothing said)."""
+def check_complete(path, missing: list[str],
+                   why: str = "a damaged or partial save, or a base model that was never fine-tuned",
+                   fix: str = "load a trained model folder, or train one from this checkpoint first "
+                              "(tuneloop train --model {path} ...)") -> None:
+    """A model folder whose load drew weights at random stops with one line naming them: its predictions, scores,
+    export or served answers would mean nothing. None missing: nothing said."""
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-        log.warning(f"{path}: the checkpoint has no weights for {shown}; they are random, so predictions from them "
-                    f"mean nothing ({why})")
+        raise TuneloopError(f"{path}: the checkpoint has no weights for {shown}; they would be random, so predictions "
+                            f"from it would mean nothing ({why}): {fix.format(path=path)}")
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:

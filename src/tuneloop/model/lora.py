@@ -69,12 +69,12 @@ def trainable_summary(model) -> str:
 def load_adapter_model(folder: str, base: str):
     """A LoRA model folder as a plain transformers model: the base model with the folder's config (labels, pad
     token), the adapters and the saved head loaded, then merged. The weights the base checkpoint lacks (the head, a
-    new pooler) must come from the adapter file: any that do not are named in a warning (peft's own check counts only
-    LoRA matrices, and transformers' report is hidden while tuneloop loads), since they are random."""
+    new pooler) must come from the adapter file: any that do not stop the load, named (peft's own check counts only
+    LoRA matrices, and transformers' report is hidden while tuneloop loads), since they would be random."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     from .. import extras
-    from .loading import not_loaded, warn_missing
+    from .loading import check_complete, not_loaded
 
     extras.require("lora")
     from peft import PeftModel
@@ -85,9 +85,11 @@ def load_adapter_model(folder: str, base: str):
         model, info = AutoModelForSequenceClassification.from_pretrained(
             base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
         saved = {key.removeprefix(SAVED_PREFIX) for key in load_peft_weights(folder, device="cpu")}
-        warn_missing(folder, [key for key in not_loaded(info) if key not in saved],
-                     why=f"neither the base model {base} nor the adapter file has them: the adapter was saved without "
-                         "its modules_to_save, or its base model is not the one it was trained on")
+        check_complete(folder, [key for key in not_loaded(info) if key not in saved],
+                       why=f"neither the base model {base} nor the adapter file has them: a partial copy, an "
+                           "adapter saved without its modules_to_save, or a base model other than its own",
+                       fix="save it with its head and pooler (tuneloop train --lora saves them), or name the base "
+                           "model it was trained on in its adapter_config.json")
         try:
             return PeftModel.from_pretrained(model, folder).merge_and_unload()
         except KeyError as e:                        # peft: a module listed as saved in full that the file lacks
