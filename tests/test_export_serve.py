@@ -208,10 +208,11 @@ def test_sigterm_finishes_the_requests_in_flight(exported):
     assert "Traceback" not in s.proc.stderr.read()
 
 
-def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir):
+def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir, capsys, monkeypatch):
     from transformers import modeling_utils
 
     import tuneloop
+    from tuneloop.predict.classifier import Classifier
 
     items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
     matmul = torch.backends.mkldnn.matmul
@@ -226,6 +227,18 @@ def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_gives_the_process_back(
     for a, b in zip(expected, got):
         assert a["label"] == b["label"]
         assert a["probabilities"]["equivalent"] == pytest.approx(b["probabilities"]["equivalent"], abs=0.02)
+    # the command line: `predict --precision bf16` takes the levers (fp32, the default, does not), answers as the
+    # API's bf16 and gives the process back too
+    taken = []
+    monkeypatch.setattr(Classifier, "_use_bf16", lambda self, use=Classifier._use_bf16: taken.append(use(self)))
+    for flags, levers in (([], []), (["--precision", "bf16"], [None])):
+        capsys.readouterr()
+        assert main(["predict", "--model", str(run_dir), *flags, *items[0]]) == 0 and taken == levers
+        row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        answer = (got if flags else expected)[0]
+        assert row["label"] == answer["label"]
+        assert row["prob_equivalent"] == pytest.approx(answer["probabilities"]["equivalent"], abs=1e-5)
+        assert (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"]) == before
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "onnx"])

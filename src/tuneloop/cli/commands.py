@@ -98,7 +98,8 @@ def cmd_predict(ns) -> int:
     output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
     if output and Path(output).exists() and not ns.overwrite:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
-    with command_scope(ns.quiet or bool(ns.texts)), Classifier.load(ns.model, cpu=ns.cpu) as clf:
+    quiet = ns.quiet or bool(ns.texts)
+    with command_scope(quiet), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it
             recorded = clf.text_columns
             if recorded and len(ns.texts) != len(recorded):

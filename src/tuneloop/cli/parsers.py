@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 
 from ..config.flags import COMMON, add_config_arguments
-from ..config.options import PRUNERS, SERVE_PRECISIONS, TrainConfig
+from ..config.options import PRECISIONS, PRUNERS, TrainConfig
 from ..version import __version__
 
 # a search's trials take every training option but those of experiments and resuming (the search has its own)
@@ -129,6 +129,13 @@ def add_predict(sub) -> None:
         "probabilities and argmax (0.5 per label), no abstaining",
     )
     p.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        choices=PRECISIONS,
+        help="PyTorch backend: bf16 matrix products (fp32 accumulation; probabilities within ~0.02 of fp32); auto: "
+        "bf16 where the CPU has AMX, fp32 elsewhere (default: fp32, exact)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -244,7 +251,7 @@ def add_serve(sub) -> None:
     p.add_argument(
         "--precision",
         default="auto",
-        choices=SERVE_PRECISIONS,
+        choices=PRECISIONS,
         help="PyTorch backend: "
         "bf16 matrix products (fp32 accumulation), 1.4x the rows/s of fp32 on CPUs with AMX; auto: "
         "bf16 where the CPU has AMX, fp32 elsewhere (default: auto)",

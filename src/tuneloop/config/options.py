@@ -43,7 +43,7 @@ SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
-SERVE_PRECISIONS = ("auto", "fp32", "bf16")          # tuneloop serve --precision (deploy/serve.py)
+PRECISIONS = ("auto", "fp32", "bf16")    # a loaded model (predict/classifier.py): `auto` is bf16 on CPUs with AMX
 DATA_FILES = ("train_file", "validation_file", "test_file")   # a path, or a table from Python (data/memory.py)
 FROM_PYTHON = ("train=", "validation=", "test=")              # how such a table is recorded (Table.__str__)
 GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import tasks
+from ..config.options import PRECISIONS
 from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
 from ..decision.rule import DecisionRule
@@ -30,7 +31,6 @@ from ..model.onnx_model import is_onnx_folder
 from ..model.tokenizer import load_tokenizer
 from .rows import decided_rows, prediction_rows
 
-PRECISIONS = ("auto", "fp32", "bf16")      # PyTorch backend; `auto`: bf16 on CPUs with AMX, fp32 elsewhere
 CHUNK = 16                                 # rows per forward pass of in-memory texts, after sorting by length
 
 
@@ -194,9 +194,8 @@ class Classifier(contextlib.AbstractContextManager):
 
     def predict_proba(self, texts, *, raw: bool = False) -> np.ndarray:
         """Class probabilities, a row per input and a column per label (in `labels` order)."""
-        from .rows import probabilities
-
         from .frames import frame_items, is_frame
+        from .rows import probabilities
 
         items = self._checked(frame_items(texts, self.text_columns, self.pair)) if is_frame(texts) else \
             self._items(texts)[0]
