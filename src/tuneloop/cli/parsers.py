@@ -10,6 +10,11 @@ from ..config.flags import COMMON, add_config_arguments
 from ..config.options import PRECISIONS, PRUNERS, TrainConfig
 from ..version import __version__
 
+# predict's and serve's --precision (predict/classifier.py)
+PRECISION_HELP = ("PyTorch backend: bf16 matrix products (fp32 accumulation; probabilities within ~0.02 of fp32), 1.4x "
+                  "the rows/s of fp32 on CPUs with AMX and no gain without; auto: bf16 where the CPU has AMX, fp32 "
+                  "elsewhere")
+
 # a search's trials take every training option but those of experiments and resuming (the search has its own)
 SEARCH_OPTIONS = tuple(
     f.name
@@ -133,8 +138,7 @@ def add_predict(sub) -> None:
         "--precision",
         default="fp32",
         choices=PRECISIONS,
-        help="PyTorch backend: bf16 matrix products (fp32 accumulation; probabilities within ~0.02 of fp32); auto: "
-        "bf16 where the CPU has AMX, fp32 elsewhere (default: fp32, exact)",
+        help=f"{PRECISION_HELP} (default: fp32, exact)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -252,9 +256,7 @@ def add_serve(sub) -> None:
         "--precision",
         default="auto",
         choices=PRECISIONS,
-        help="PyTorch backend: "
-        "bf16 matrix products (fp32 accumulation), 1.4x the rows/s of fp32 on CPUs with AMX; auto: "
-        "bf16 where the CPU has AMX, fp32 elsewhere (default: auto)",
+        help=f"{PRECISION_HELP} (default: auto)",
     )
 
 

@@ -207,14 +207,15 @@ def load_saved_model(path: str):
 
 def check_complete(path, missing: list[str],
                    why: str = "a damaged or partial save, or a base model that was never fine-tuned",
-                   fix: str = "load a trained model folder, or train one from this checkpoint first "
-                              "(tuneloop train --model {path} ...)") -> None:
+                   fix: str | None = None) -> None:
     """A model folder whose load drew weights at random stops with one line naming them: its predictions, scores,
     export or served answers would mean nothing. None missing: nothing said."""
     if missing:
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        fix = fix or (f"load a trained model folder, or train one from this checkpoint first (tuneloop train "
+                      f"--model {path} ...)")
         raise TuneloopError(f"{path}: the checkpoint has no weights for {shown}; they would be random, so predictions "
-                            f"from it would mean nothing ({why}): {fix.format(path=path)}")
+                            f"from it would mean nothing ({why}): {fix}")
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:

@@ -282,8 +282,8 @@ def render_html(run: Run, plots: list[Plot]) -> str:
         else:
             parts.append('<div class="note">No evaluation yet.</div>')
 
-    stage = results.get("setfit")
-    parts += _curves(plots, only_the_stage=stage_only(results))
+    stage, only_the_stage = results.get("setfit"), stage_only(results)
+    parts += _curves(plots, only_the_stage=only_the_stage)
     parts.append("<h2>Predictions</h2>")
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
@@ -293,7 +293,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += label_issues_section(run)
     if stage:
         parts += ["<h2>Contrastive stage</h2>", _stage_table(stage)]
-    if results.get("train") and not stage_only(results):
+    if results.get("train") and not only_the_stage:
         train = results["train"]
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
