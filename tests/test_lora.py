@@ -128,6 +128,12 @@ def test_a_new_pooler_and_head_are_trained_and_saved(headless_deberta, pairs, tm
         *config["modules_to_save"], "embeddings"]}))
     with pytest.raises(TuneloopError, match="could not load the LoRA adapter.*a damaged or partial copy"):
         tuneloop.load(listed)
+    # a truncated adapter file (a copy cut short): one line naming the folder, no safetensors traceback
+    cut = copy_adapter(folder, tmp_path / "cut", drop="no such weight")
+    data = (cut / "adapter_model.safetensors").read_bytes()
+    (cut / "adapter_model.safetensors").write_bytes(data[:len(data) // 2])
+    with pytest.raises(TuneloopError, match=f"--model {cut}: could not load the LoRA adapter"):
+        tuneloop.load(cut)
 
 
 def copy_adapter(folder, to, drop: str, unlist: str | None = None):

@@ -121,6 +121,15 @@ def test_a_missing_pooler_is_not_reported_but_any_other_missing_weight_stops_the
     captured = capsys.readouterr()
     assert len(captured.err.strip().splitlines()) == 1 and "no weights for classifier.bias" in captured.err
     assert "Traceback" not in captured.err and not captured.out.strip()
+    # a weights file cut short (an interrupted copy): one line saying so, not safetensors' traceback
+    cut = tmp_path / "cut"
+    shutil.copytree(out / "model", cut)
+    whole = (cut / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(whole[:len(whole) // 2])
+    assert main(["predict", "--model", str(cut), "a first sentence", "a second one"]) == 2
+    said = capsys.readouterr().err.strip()
+    assert len(said.splitlines()) == 1 and "Traceback" not in said
+    assert f"--model {cut}: could not load the model" in said and "damaged or cut short" in said
 
 
 @pytest.mark.parametrize("family", ["mpnet", "deberta-v2"])

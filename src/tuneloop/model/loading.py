@@ -79,8 +79,11 @@ def check_hub_reachable(name: str, timeout: float = 3.0) -> None:
 
 def load_error(name: str, what: str, e: Exception) -> TuneloopError:
     first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-    hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
-            "Hub: check the id, your network, or pass a local model folder.")
+    if type(e).__name__ == "SafetensorError":
+        hint = " Its weights file is damaged or cut short (an interrupted copy or download): copy it again."
+    else:
+        hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
+                "Hub: check the id, your network, or pass a local model folder.")
     return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
 
 
@@ -155,6 +158,7 @@ def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = 
     """AutoModelForSequenceClassification of `name` with `config` (model_config's). `attention` is tuneloop's
     choice (model/attention.py): `chunked` loads SDPA, which runtime/speed.SpeedLevers then routes. With
     `loading_info`: (model, the names of the parameters the checkpoint did not have)."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForSequenceClassification
 
     try:
@@ -162,7 +166,7 @@ def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = 
         model, info = AutoModelForSequenceClassification.from_pretrained(
             resolve_model(name), config=config, ignore_mismatched_sizes=True, output_loading_info=True,
             attn_implementation="sdpa" if attention == "chunked" else attention)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, SafetensorError) as e:          # SafetensorError: a damaged or truncated file
         raise load_error(name, "model", e) from None
     return (model, not_loaded(info)) if loading_info else model
 
@@ -195,11 +199,15 @@ def load_saved_model(path: str):
     while tuneloop loads (runtime/process.library_output): a random head predicts nothing (a damaged save, or a base
     model never fine-tuned), so the load stops here naming them. A `mean` folder's pooler is left out on purpose and
     not counted."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForSequenceClassification
 
     from .pooling import restore, unsaved_on_purpose
 
-    model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
+    try:
+        model, info = AutoModelForSequenceClassification.from_pretrained(path, output_loading_info=True)
+    except (OSError, ValueError, SafetensorError) as e:
+        raise load_error(str(path), "model", e) from None
     model, missing = restore(model), not_loaded(info)
     check_complete(path, sorted(set(missing) - unsaved_on_purpose(model, missing)))
     return model

@@ -60,6 +60,20 @@ def add_adapters(model, config, missing_keys: list[str]):
                           f"(e.g. the attention's query and value projections of {kind})") from None
 
 
+def saved_keys(folder) -> list[str]:
+    """The tensor names in a LoRA folder's adapter file, read from the safetensors header alone (peft reads the
+    tensors when it loads the adapter); an older adapter_model.bin is loaded whole."""
+    from peft.utils import load_peft_weights
+    from peft.utils.constants import SAFETENSORS_WEIGHTS_NAME
+    from safetensors import safe_open
+
+    file = Path(folder) / SAFETENSORS_WEIGHTS_NAME
+    if file.is_file():
+        with safe_open(file, framework="pt") as f:
+            return list(f.keys())
+    return list(load_peft_weights(folder, device="cpu"))
+
+
 def trainable_summary(model) -> str:
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters())
@@ -78,13 +92,13 @@ def load_adapter_model(folder: str, base: str):
 
     extras.require("lora")
     from peft import PeftModel
-    from peft.utils import load_peft_weights
+    from safetensors import SafetensorError
 
     try:
         config = AutoConfig.from_pretrained(folder)
         model, info = AutoModelForSequenceClassification.from_pretrained(
             base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
-        saved = {key.removeprefix(SAVED_PREFIX) for key in load_peft_weights(folder, device="cpu")}
+        saved = {key.removeprefix(SAVED_PREFIX) for key in saved_keys(folder)}
         check_complete(folder, [key for key in not_loaded(info) if key not in saved],
                        why=f"neither the base model {base} nor the adapter file has them: a partial copy, an "
                            "adapter saved without its modules_to_save, or a base model other than its own",
@@ -95,6 +109,6 @@ def load_adapter_model(folder: str, base: str):
         except KeyError as e:                        # peft: a module listed as saved in full that the file lacks
             raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} (its "
                                 f"adapter file has no {e.args[0]}: a damaged or partial copy)") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, SafetensorError) as e:          # SafetensorError: a truncated or damaged file
         raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} "
                             f"({str(e).strip().splitlines()[0][:200]})") from None
