@@ -34,13 +34,17 @@ seconds. The summary is mean ± std per method, data set and size; a plot of the
 
 The grid is long on a CPU (a MiniLM run is minutes; SetFit's pairs grow with the rows), so it can be run in parts:
 --resume adds to an earlier results file, skipping the (data set, size, seed, method) runs it already holds, and
-writes the summary and plot over all of them.
+writes the summary and plot over all of them. It refuses a file whose runs were scored on other rows: each data set's
+fingerprint (a digest of its pool and scored rows) is recorded, and the docstrings set's with the versions of the six
+packages it was read from, since another version's docstrings make other rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
+import importlib.metadata
 import json
 import os
 import random
@@ -84,7 +88,7 @@ def mrpc(data_dir: str) -> dict:
 
 
 def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
-    from bench_long import PACKAGES, docstrings
+    from bench_long import DISTRIBUTIONS, PACKAGES, docstrings
 
     warnings.filterwarnings("ignore")
     rng, seen, pool, held = random.Random(seed), set(), [], []
@@ -99,7 +103,9 @@ def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
         rng.shuffle(rows)
         held += rows[:per_class_eval]
         pool += rows[per_class_eval:]
-    return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES),
+    versions = {DISTRIBUTIONS.get(package, package): importlib.metadata.version(DISTRIBUTIONS.get(package, package))
+                for package in PACKAGES}
+    return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES), "versions": versions,
             "source": "first paragraphs of docstrings of " + ", ".join(PACKAGES) + f"; label = package; "
                       f"{per_class_eval} per package held out"}
 
@@ -120,6 +126,12 @@ def frame(rows: list, pair: bool):
         return pd.DataFrame({"sentence1": [x[0] for x, _ in rows], "sentence2": [x[1] for x, _ in rows],
                              "label": [y for _, y in rows]})
     return pd.DataFrame({"text": [x for x, _ in rows], "label": [y for _, y in rows]})
+
+
+def fingerprint(data: dict) -> str:
+    """A digest of a data set's pool and scored rows: the docstrings set depends on the installed packages'
+    versions, so a resumed file compares only with runs on the same rows."""
+    return hashlib.sha256(json.dumps([data["pool"], data["eval"]]).encode()).hexdigest()[:16]
 
 
 def joined(x, pair: bool) -> str:
@@ -269,10 +281,20 @@ def main(argv=None) -> int:
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
-    for name in args.datasets.split(","):
-        data = builders[name]()
-        result["data"][name] = {"source": data["source"], "pool_rows": len(data["pool"]),
-                                "eval_rows": len(data["eval"]), "classes": data["labels"]}
+    built = {name: builders[name]() for name in args.datasets.split(",")}
+    for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
+        rows = {"source": data["source"], "pool_rows": len(data["pool"]), "eval_rows": len(data["eval"]),
+                "classes": data["labels"], "fingerprint": fingerprint(data)}
+        if "versions" in data:               # what the docstrings set was read from
+            rows["versions"] = data["versions"]
+        before = result["data"].get(name, {}).get("fingerprint")
+        if before and before != rows["fingerprint"]:
+            fix = (f"install the versions its rows were read from ({result['data'][name]['versions']}) or "
+                   if "versions" in result["data"][name] else "use the data its runs used or ")
+            p.error(f"{name}: the rows built here (fingerprint {rows['fingerprint']}) are not the rows the runs in "
+                    f"{out} were scored on ({before}); {fix}start a new file")
+        result["data"][name] = rows
+    for name, data in built.items():
         for size in args.sizes:
             for seed in args.seeds:
                 train = sample(data["pool"], size, seed)
