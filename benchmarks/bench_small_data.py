@@ -36,7 +36,12 @@ The grid is long on a CPU (a MiniLM run is minutes; SetFit's pairs grow with the
 --resume adds to an earlier results file, skipping the (data set, size, seed, method) runs it already holds, and
 writes the summary and plot over all of them. It refuses a file whose runs were scored on other rows: each data set's
 fingerprint (a digest of its pool and scored rows) is recorded, and the docstrings set's with the versions of the six
-packages it was read from, since another version's docstrings make other rows.
+packages it was read from, since another version's docstrings make other rows. A package run can outlast a working
+session (its defaults on docstrings at 64 per class are about 3 hours on 2 cores): each keeps its folder under
+benchmarks/work/small-data/ with the package's checkpoints (every 500 steps), and a run cut off goes on from its last
+checkpoint when the benchmark is run again; its row says where (`resumed_at_steps`) and its wall time sums the parts,
+each up to the checkpoint the next went on from (benchmarks/check_setfit_resume.py checks that this gives the
+uninterrupted run's predictions).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import argparse
 import datetime as dt
 import hashlib
 import importlib.metadata
+import itertools
 import json
 import os
 import random
@@ -59,21 +65,25 @@ import warnings
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
-from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
+from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf")
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_SCRIPT = r"""
-import json, sys
+import functools, json, os, sys
 from datasets import Dataset
 from setfit import SetFitModel, Trainer, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
 job = json.load(open(sys.argv[1]))
 model = SetFitModel.from_pretrained(job["model"])
 pairs = {"num_iterations": job["num_iterations"]} if job["num_iterations"] else {}
 args = TrainingArguments(seed=job["seed"], **pairs)
 trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict({"text": job["texts"], "label": job["labels"]}))
+last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
+if last:   # a run cut off earlier goes on from its last checkpoint (weights, optimizer, schedule, RNG, batch order)
+    trainer.st_trainer.train = functools.partial(trainer.st_trainer.train, resume_from_checkpoint=last)
 trainer.train()
 json.dump([int(p) for p in model.predict(job["eval_texts"], as_numpy=True)], open(sys.argv[2], "w"))
 """
@@ -171,18 +181,63 @@ def run_tfidf(train: list, data: dict, seed: int) -> dict:
 
 def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work: str,
                num_iterations: int | None = None) -> dict:
-    job, out = os.path.join(work, "setfit-job.json"), os.path.join(work, "setfit-predictions.json")
-    with open(job, "w") as f:
-        json.dump({"model": model, "seed": seed, "num_iterations": num_iterations,
-                   "texts": [joined(x, data["pair"]) for x, _ in train],
-                   "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in data["eval"]]},
-                  f)
+    """The setfit package in its own Python, in `work`, a folder kept for this run: its Trainer saves a checkpoint
+    every 500 steps there, and a run cut off (a session's end, a kill) goes on from the last one when the benchmark
+    is run again. Its wall time then is the sum of its parts, each counted up to the checkpoint the next part went
+    on from (the steps redone after it are not counted twice), and the row says from which steps it went on."""
+    os.makedirs(work, exist_ok=True)
+    job, out, log = (os.path.join(work, name) for name in ("setfit-job.json", "setfit-predictions.json",
+                                                             "segments.json"))
+    spec = {"model": model, "seed": seed, "num_iterations": num_iterations,
+            "texts": [joined(x, data["pair"]) for x, _ in train],
+            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in data["eval"]]}
+    if not os.path.exists(job) or read_json(job) != spec:     # another run's checkpoints are never resumed
+        shutil.rmtree(os.path.join(work, "checkpoints"), ignore_errors=True)
+        write_atomic(job, spec)
+        write_atomic(log, [])
+    segments = read_json(log) if os.path.exists(log) else []
+    last = latest_checkpoint(os.path.join(work, "checkpoints"))
+    segments.append({"start": time.time(), "from_step": last[0] if last else None,
+                     "from_time": last[1] if last else None})
+    write_atomic(log, segments)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
     done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True,
-                          cwd=work)            # setfit's Trainer writes checkpoints/ into its working folder
+                          cwd=work, check=False)            # setfit's Trainer writes checkpoints/ into its working folder
     if done.returncode != 0:
         raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
-    return scores(json.load(open(out)), [y for _, y in data["eval"]])
+    row = scores(read_json(out), [y for _, y in data["eval"]])
+    if len(segments) > 1:
+        row["wall_s"] = round(segmented_seconds(segments, time.time()), 1)
+        row["resumed_at_steps"] = [s["from_step"] for s in segments[1:]]
+    shutil.rmtree(work, ignore_errors=True)
+    return row
+
+
+def read_json(path: str):
+    with open(path) as f:
+        return json.load(f)
+
+
+def latest_checkpoint(folder: str) -> tuple[int, float] | None:
+    """(step, the time it was written) of the newest complete checkpoint in `folder` (the Trainer writes its
+    trainer_state.json last), or None."""
+    found = []
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        state = os.path.join(folder, name, "trainer_state.json")
+        if name.startswith("checkpoint-") and name[11:].isdigit() and os.path.exists(state):
+            found.append((int(name[11:]), os.path.getmtime(state)))
+    return max(found) if found else None
+
+
+def segmented_seconds(segments: list, end: float) -> float:
+    """A run's wall seconds over the parts it ran in: each cut-off part counts up to the checkpoint the next part
+    went on from (nothing if that one was older than the part, or if the next part started over); the last part
+    counts to `end`."""
+    total = end - segments[-1]["start"]
+    for part, after in itertools.pairwise(segments):
+        if after["from_time"] is not None:
+            total += max(0.0, after["from_time"] - part["start"])
+    return total
 
 
 # ---------------------------------------------------------------------------------------------- summary and plot
@@ -281,6 +336,7 @@ def main(argv=None) -> int:
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
+    keep = os.path.join(WORK_DIR, "small-data", os.path.basename(out)[:-len(".json")])   # package runs' checkpoints
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
         rows = {"source": data["source"], "pool_rows": len(data["pool"]), "eval_rows": len(data["eval"]),
@@ -306,7 +362,8 @@ def main(argv=None) -> int:
                         if method == "tfidf":
                             row = run_tfidf(train, data, seed)
                         elif method in SETFIT_ITERATIONS:
-                            row = run_setfit(train, data, seed, model, args.setfit_python, work,
+                            row = run_setfit(train, data, seed, model, args.setfit_python,
+                                             os.path.join(keep, f"{name}-{size}-s{seed}-{method}"),
                                              SETFIT_ITERATIONS[method])
                         else:
                             row = run_tuneloop(method, train, data, seed, model, work)
