@@ -60,8 +60,8 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
             options[name] = as_table(given, keyword)
     if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train:
         validation = train["validation"]
-    for name, data in (("train_file", as_table(train, "train")), ("validation_file", as_table(validation, "validation")),
-                       ("test_file", as_table(test, "test"))):
+    for name, data in (("train_file", as_table(train, "train")),
+                       ("validation_file", as_table(validation, "validation")), ("test_file", as_table(test, "test"))):
         if data is not None:
             options[name] = str(data) if isinstance(data, os.PathLike) else data
     if isinstance(config, (str, os.PathLike)):

@@ -139,7 +139,8 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
     baselines = [r["results"]["baseline"]["eval"] for r in counted if r["results"].get("baseline")]
     baseline = {k: interval([b[k] for b in baselines]) for k in metrics if all(k in b for b in baselines)} \
         if baselines else None                    # the TF-IDF baseline on each run's rows (folds: its fold's)
-    return {"baseline": baseline, "kind": "folds" if config.folds else "seeds", "main_metric": main, "metric_for_best": metric,
+    return {"baseline": baseline, "kind": "folds" if config.folds else "seeds", "main_metric": main,
+            "metric_for_best": metric,
             "runs": [{"name": r["name"], **{k: r[k] for k in ("seed", "fold") if k in r},
                       "collapsed": r["collapsed"], **({"replaced_by": r["replaced_by"]} if "replaced_by" in r else {}),
                       "best": r["results"].get("best"), "eval": per_run[r["name"]]} for r in runs],

@@ -36,7 +36,8 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
         if cfg.method == "setfit" and r.state.step == 0:    # contrastive.py: the body on pairs, then the head
             r.setfit = contrastive.train_body_and_head(r, lambda: signals.received(r.accelerator))  # ends on Ctrl-C
-        acc, model, optimizer, scheduler, plan, state = r.accelerator, r.model, r.optimizer, r.scheduler, r.plan, r.state
+        acc, model, optimizer, scheduler = r.accelerator, r.model, r.optimizer, r.scheduler
+        plan, state = r.plan, r.state
         log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
         samples_before, evaluation = state.samples_seen, None
         model.train()
