@@ -27,6 +27,7 @@ Data sets (--datasets), both real and built here:
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
 seconds. The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
+Each part of a resumed file records its CPU and package versions (the setfit interpreter's too where the package ran).
 
     python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
     python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
@@ -71,6 +72,8 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf")
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
+SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
+PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
 SETFIT_SCRIPT = r"""
 import functools, json, os, sys
 from datasets import Dataset
@@ -179,6 +182,12 @@ def run_tfidf(train: list, data: dict, seed: int) -> dict:
     return scores(predicted, [y for _, y in data["eval"]])
 
 
+def setfit_versions(python: str) -> dict:
+    """{package: version} of SETFIT_PACKAGES in the interpreter that runs the setfit package."""
+    code = f"import importlib.metadata as m, json; print(json.dumps({{p: m.version(p) for p in {SETFIT_PACKAGES!r}}}))"
+    return json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work: str,
                num_iterations: int | None = None) -> dict:
     """The setfit package in its own Python, in `work`, a folder kept for this run: its Trainer saves a checkpoint
@@ -202,7 +211,7 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
     write_atomic(log, segments)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
     done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True,
-                          cwd=work, check=False)            # setfit's Trainer writes checkpoints/ into its working folder
+                          cwd=work, check=False)      # setfit's Trainer writes checkpoints/ into its working folder
     if done.returncode != 0:
         raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
     row = scores(read_json(out), [y for _, y in data["eval"]])
@@ -302,7 +311,8 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
-    p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-small-data.json)")
+    p.add_argument("--out", default=None,
+                   help="results JSON (default: benchmarks/results/<date>-<machine>-small-data.json)")
     p.add_argument("--resume", default=None, metavar="JSON",
                    help="add to this earlier results file (written in place): runs it holds are not run again")
     args = p.parse_args(argv)
@@ -314,6 +324,12 @@ def main(argv=None) -> int:
         p.error("the setfit methods need --setfit-python (a virtualenv with `pip install torch==2.13.0 setfit`)")
     model = str(args.model or default_model())
     machine, date = machine_info(), dt.date.today().isoformat()
+    if set(methods) & set(SETFIT_ITERATIONS):             # the package's own environment, recorded with the machine
+        try:
+            machine["setfit_env"] = setfit_versions(args.setfit_python)
+        except (OSError, subprocess.CalledProcessError) as e:
+            why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
+            p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")
     builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set}
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
@@ -328,7 +344,7 @@ def main(argv=None) -> int:
                                             (("sizes", args.sizes), ("seeds", args.seeds)))
         result.setdefault("parts", []).append({"date": date, "datasets": args.datasets, "methods": methods,
                                                "sizes": args.sizes, "seeds": args.seeds,
-                                               "machine": {k: machine[k] for k in ("cpu_id", "cpu_features")}})
+                                               "machine": {k: machine[k] for k in PART_KEYS if k in machine}})
     else:
         out = args.out or default_out(date, machine, "-small-data")
         result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
