@@ -27,7 +27,8 @@ Data sets (--datasets), both real and built here:
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
 seconds. The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
-Each part of a resumed file records its CPU and package versions (the setfit interpreter's too where the package ran).
+Each part of a resumed file records its CPU and package versions (and the setfit interpreter's if it names a setfit
+method).
 
     python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
     python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
