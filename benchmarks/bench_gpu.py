@@ -8,8 +8,9 @@ Every run is its own process on the same GPU, at the chapter's settings (batch 8
                    does (`model.to(device)`, fp32, eager, batch.to(device) per step)
   trainer          benchmarks/trainer_peer.py --best-flags: transformers.Trainer with bf16, tf32, fused AdamW,
                    torch_compile and 2 dataloader workers
-  tuneloop         `tuneloop train` with its defaults on a CUDA GPU (auto: bf16 autocast, TF32, fused AdamW,
-                   SDPA, eager, 2 pinned-memory workers); with
+  tuneloop         `tuneloop train` with its defaults on a CUDA GPU (auto: fp32 with TF32 up to 100M parameters
+                   outside embeddings, bf16 autocast above (bf16 for all until 2026-11-26), fused AdamW, SDPA,
+                   eager, 2 pinned-memory workers); with
                    --no-report --calibrate none, outputs the other two do not make
   tuneloop_compiled the same with --compile default (torch.compile per layer with length buckets; `auto`
                    until 2026-11-23, when it measured 1.85x slower on an H100; results named tuneloop_eager

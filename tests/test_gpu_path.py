@@ -25,12 +25,25 @@ def test_auto_settings_for_a_cuda_gpu_and_for_this_cpu(monkeypatch):
     assert (cpu.compile, cpu.dataloader_workers, cpu.attention) == ("no", 0, "auto")    # attention: per model
     monkeypatch.setattr(system, "runs_on_cuda", lambda cpu_option: not cpu_option)
     monkeypatch.setattr(system, "runs_on_cpu", lambda cpu_option: cpu_option)
-    for native_bf16, precision in ((True, "bf16"), (False, "fp16")):       # Ampere+ / older CUDA GPUs
+    bert_base, large = (lambda: 85_648_130), (lambda: 302_000_000)     # parameters outside embeddings
+    for native_bf16, body, precision in ((True, bert_base, "no"), (True, large, "bf16"), (True, None, "auto"),
+                                         (False, bert_base, "fp16")):  # Ampere+: fp32 on TF32 when small; older
         monkeypatch.setattr(system, "native_bf16", lambda cpu_option, v=native_bf16: v)
-        gpu = resolve.for_this_machine(TrainConfig())
+        gpu = resolve.for_this_machine(TrainConfig(), body)            # None: left to the process that trains
         assert (gpu.mixed_precision, gpu.compile, gpu.dataloader_workers) == (precision, "no", 2)    # eager: measured
     mine = resolve.for_this_machine(TrainConfig(compile="no", dataloader_workers=0, mixed_precision="no"))
     assert (mine.mixed_precision, mine.compile, mine.dataloader_workers) == ("no", "no", 0)   # the user's word
+
+
+def test_the_size_that_picks_a_gpus_precision_is_the_models_count_outside_embeddings(tiny_model):
+    from transformers import AutoModelForSequenceClassification
+
+    from tuneloop.model.loading import body_parameters
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model)
+    tables = {"word_embeddings", "position_embeddings", "token_type_embeddings"}
+    outside = sum(p.numel() for name, p in model.named_parameters() if name.split(".")[-2] not in tables)
+    assert body_parameters(tiny_model) == outside < sum(p.numel() for p in model.parameters())
 
 
 def test_two_cpus_with_one_model_name_are_told_apart(monkeypatch):

@@ -142,9 +142,10 @@ class TrainConfig:
                        "training", SAMPLERS)
     gradient_accumulation_steps: int = opt(1, "accumulate gradients over K batches per optimizer step", "training",
                                            metavar="K")
-    mixed_precision: str = opt("auto", "16-bit numbers where they are faster: auto picks bf16 on hardware that "
-                               "computes it natively (recent GPUs, recent Intel CPUs), fp16 on older GPUs, else no "
-                               "(32-bit)", "training", MIXED_PRECISION)
+    mixed_precision: str = opt("auto", "16-bit numbers where they are faster: auto picks bf16 on CPUs with AMX and "
+                               "on recent GPUs for models over 100M parameters outside embeddings (smaller ones "
+                               "train faster in 32-bit with TF32 there), fp16 on older GPUs, else no (32-bit)",
+                               "training", MIXED_PRECISION)
     compile: str = opt("auto", "torch.compile the model (each repeated layer once, lengths padded to buckets): "
                        "default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (a check without code "
                        "generation), no. auto: no (measured slower at these batch sizes, on CPUs and an H100)",

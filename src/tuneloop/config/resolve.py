@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..exceptions import ConfigError
 from ..layout import CONFIG_FILE
@@ -110,15 +110,27 @@ def fill_defaults(config: TrainConfig) -> TrainConfig:
     return config.replace(**changes)
 
 
-def for_this_machine(config: TrainConfig) -> TrainConfig:
+# On an H200, fp32 with TF32 matmuls trained bert-base (85.6M parameters outside embeddings; batch 8 and 32) 1.64-1.74x
+# and MiniLM 1.38x faster than bf16 autocast, whose casts cost ~15 ms a step at either batch size (launch-bound
+# steps; results/2026-11-26-h200-gpu-precision.json). Larger bodies keep bf16, where the matmuls should dominate
+# (not measured here).
+FP32_BODY_MAX_ON_GPU = 100_000_000
+
+
+def for_this_machine(config: TrainConfig, body_parameters: Callable[[], int] | None = None) -> TrainConfig:
     """`auto` precision, compilation and loader workers for the device this process trains on (a no-op once
-    decided). On CPUs these keep the choices measured there; CUDA GPUs get their own. `auto` attention is decided
-    when the model's architecture is known (model/attention.py)."""
+    decided). On CPUs these keep the choices measured there; CUDA GPUs get their own. On a GPU with TF32 the
+    precision depends on the model's size, `body_parameters()` (its parameters outside embeddings, from the
+    process that trains): without it `auto` stays for that process to decide. `auto` attention is decided when
+    the model's architecture is known (model/attention.py)."""
     changes = {}
     cuda = machine.runs_on_cuda(config.cpu)
     if config.mixed_precision == "auto":
-        # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); Ampere+ GPUs; fp16 on older CUDA GPUs
-        changes["mixed_precision"] = "bf16" if machine.native_bf16(config.cpu) else "fp16" if cuda else "no"
+        if cuda and machine.native_bf16(config.cpu):         # Ampere and later: bf16 units and TF32
+            if body_parameters is not None:
+                changes["mixed_precision"] = "no" if body_parameters() <= FP32_BODY_MAX_ON_GPU else "bf16"
+        else:   # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); fp16 on older CUDA GPUs (unmeasured)
+            changes["mixed_precision"] = "bf16" if machine.native_bf16(config.cpu) else "fp16" if cuda else "no"
     if config.compile == "auto":
         # eager everywhere: on an H100 (bert-base, MRPC, batch 8, 3 epochs) compiling made the training loop 1.85x
         # slower (126 s vs 68 s, results/2026-11-23-h100-gpu-bert-base.json); steps this small are launch-bound

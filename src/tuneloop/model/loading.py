@@ -154,6 +154,18 @@ def model_class(config):
                             "transformers; choose an encoder or a decoder that does") from None
 
 
+def body_parameters(name: str) -> int:
+    """The model's parameters outside its embedding tables (what each token's arithmetic scales with), counted on
+    the meta device from its config: nothing is loaded or allocated."""
+    import torch
+
+    config = model_config(name)
+    with torch.device("meta"):
+        model = model_class(config)(config)
+    embeddings = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
+    return sum(p.numel() for p in model.parameters()) - embeddings
+
+
 def load_model(name: str, config, attention: str = "sdpa", loading_info: bool = False):
     """AutoModelForSequenceClassification of `name` with `config` (model_config's). `attention` is tuneloop's
     choice (model/attention.py): `chunked` loads SDPA, which runtime/speed.SpeedLevers then routes. With

@@ -18,6 +18,7 @@ from ..data.batching import epoch_batches
 from ..evaluation.inference import evaluate
 from ..exceptions import Interrupted, NonFiniteLoss
 from ..layout import BEST_DIR, MODEL_DIR
+from ..model.loading import body_parameters
 from ..runtime.process import run_scope
 from ..version import __version__
 from . import checkpoint, contrastive, dry_run, dynamics, finish, reporting
@@ -29,7 +30,7 @@ from .state import TrainState
 
 def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | None = None) -> dict:
     """Train with a config from resolve_config; everything process-wide is restored when it returns or raises."""
-    cfg = for_this_machine(config)
+    cfg = for_this_machine(config, lambda: body_parameters(config.model))   # on a GPU: precision by size
     with run_scope(cfg) as levers, StopSignals() as signals:
         r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
         if cfg.dry_run:
