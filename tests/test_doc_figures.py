@@ -55,7 +55,8 @@ def test_the_learning_curve_tables_carry_the_results_files_figures():
                     assert size not in summary or not cell, f"{dataset} {label} {size}: {cell!r} but results exist"
                     continue
                 got = summary[size]
-                for shown, value in zip(figure.groups(), (got["accuracy"]["mean"], got["accuracy"]["std"]), strict=True):
+                accuracy = got["accuracy"]
+                for shown, value in zip(figure.groups(), (accuracy["mean"], accuracy["std"]), strict=True):
                     if shown is not None:       # three decimals of the summary's four (0.6745 may show as 0.675)
                         assert abs(float(shown) - value) <= 0.0005 + 1e-9, (dataset, label, size, cell, value)
                 if got["runs"] < seeds:
