@@ -126,11 +126,11 @@ def for_this_machine(config: TrainConfig, body_parameters: Callable[[], int] | N
     changes = {}
     cuda = machine.runs_on_cuda(config.cpu)
     if config.mixed_precision == "auto":
-        if cuda and machine.native_bf16(config.cpu):         # Ampere and later: bf16 units and TF32
-            if body_parameters is not None:
-                changes["mixed_precision"] = "no" if body_parameters() <= FP32_BODY_MAX_ON_GPU else "bf16"
-        else:   # AMX CPUs: 13-15% faster MiniLM steps at batch 8 (benchmarks/); fp16 on older CUDA GPUs (unmeasured)
-            changes["mixed_precision"] = "bf16" if machine.native_bf16(config.cpu) else "fp16" if cuda else "no"
+        native_bf16 = machine.native_bf16(config.cpu)
+        if not (cuda and native_bf16):  # AMX CPUs: 13-15% faster MiniLM steps at batch 8; older GPUs: fp16 (unmeasured)
+            changes["mixed_precision"] = "bf16" if native_bf16 else "fp16" if cuda else "no"
+        elif body_parameters is not None:                       # Ampere and later: TF32 for what stays fp32
+            changes["mixed_precision"] = "no" if body_parameters() <= FP32_BODY_MAX_ON_GPU else "bf16"
     if config.compile == "auto":
         # eager everywhere: on an H100 (bert-base, MRPC, batch 8, 3 epochs) compiling made the training loop 1.85x
         # slower (126 s vs 68 s, results/2026-11-23-h100-gpu-bert-base.json); steps this small are launch-bound
