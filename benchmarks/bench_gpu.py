@@ -76,22 +76,22 @@ def make_bert_base(folder: str, tokenizer_source: str) -> str:
 
 
 def model_facts(model_dir: str, data_dir: str, max_train_samples: int | None) -> dict:
-    """Non-embedding parameters (for FLOPs) and the real tokens of one epoch, as the chapter tokenizes."""
+    """Parameters, those outside the embedding tables (for FLOPs; counted as tuneloop's precision rule counts them,
+    model.loading.body_parameters) and the real tokens of one epoch, as the chapter tokenizes."""
     import torch
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
     from _mrpc import read_rows
+    from tuneloop.model.loading import body_parameters
 
     config = AutoConfig.from_pretrained(model_dir, num_labels=2)
     with torch.device("meta"):
-        model = AutoModelForSequenceClassification.from_config(config)
-    total = sum(p.numel() for p in model.parameters())
-    embeddings = sum(p.numel() for n, p in model.named_parameters() if "embeddings" in n)
+        total = sum(p.numel() for p in AutoModelForSequenceClassification.from_config(config).parameters())
     rows = read_rows(os.path.join(data_dir, "train.tsv"))
     n = len(rows["sentence1"]) if max_train_samples is None else min(max_train_samples, len(rows["sentence1"]))
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     encoded = tokenizer(rows["sentence1"][:n], rows["sentence2"][:n], truncation=True)
-    return {"parameters": total, "non_embedding_parameters": total - embeddings,
+    return {"parameters": total, "non_embedding_parameters": body_parameters(model_dir),
             "train_tokens_per_epoch": sum(len(ids) for ids in encoded["input_ids"]), "train_rows": n}
 
 
@@ -103,7 +103,8 @@ def command(impl: str, model_dir: str, seed: int, args, report: str, run_dir: st
         script = "baseline_chapter.py" if impl == "chapter" else "trainer_peer.py"
         return [sys.executable, os.path.join(HERE, script), "--data-dir", args.data_dir, "--model", model_dir,
                 "--seed", str(seed), "--output", report, *common, *(["--best-flags"] if impl == "trainer" else [])]
-    extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"], "tuneloop_cg": ["--compile", "reduce-overhead"]}
+    extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"],
+             "tuneloop_cg": ["--compile", "reduce-overhead"]}
     return [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
             model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--output-dir", run_dir, "--quiet",
             "--no-report", "--calibrate", "none", *common, *extra[impl], *shlex.split(args.tuneloop_args)]

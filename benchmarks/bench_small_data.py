@@ -84,7 +84,8 @@ job = json.load(open(sys.argv[1]))
 model = SetFitModel.from_pretrained(job["model"])
 pairs = {"num_iterations": job["num_iterations"]} if job["num_iterations"] else {}
 args = TrainingArguments(seed=job["seed"], **pairs)
-trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict({"text": job["texts"], "label": job["labels"]}))
+train = Dataset.from_dict({"text": job["texts"], "label": job["labels"]})
+trainer = Trainer(model=model, args=args, train_dataset=train)
 last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
 if last:   # a run cut off earlier goes on from its last checkpoint (weights, optimizer, schedule, RNG, batch order)
     trainer.st_trainer.train = functools.partial(trainer.st_trainer.train, resume_from_checkpoint=last)
