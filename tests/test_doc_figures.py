@@ -1,6 +1,7 @@
 """The small-data guide's learning-curve tables are copied by hand from the committed results file: every figure in
 them must be the results' own (mean ± std of accuracy, seconds per run), and a cell with fewer runs than the grid's
-seeds must say so."""
+seeds must say so. Every "mean ± std" in the guide's prose, the README's small-data paragraph and the benchmarks
+page's small-data rows must be one a results file the guide links holds."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ METHODS = {"tuneloop, usual settings": "tuneloop", "tuneloop defaults": "tuneloo
            "tuneloop-setfit-head", "the `setfit` package 1.2.0": "setfit", "the `setfit` package, `num_iterations=20`":
            "setfit-n20", "TF-IDF": "tfidf"}
 FIGURE = re.compile(r"^\**(\d+\.\d+)(?: ± (\d+\.\d+))?\**")
+LINKED = re.compile(r"benchmarks/results/([\w.-]+\.json)")
+MEAN_STD = re.compile(r"(\d+\.\d+)\s+±\s+(\d+\.\d+)")
 
 
 def tables(text: str) -> dict[str, list[list[str]]]:
@@ -67,3 +70,33 @@ def test_the_learning_curve_tables_carry_the_results_files_figures():
                         (dataset, label, size, walls[i], got["wall_s_mean"])
                 checked += 1
     assert checked == sum(len(sizes) for methods in results["summary"].values() for sizes in methods.values())
+
+
+def mean_std_pairs(value) -> set[tuple[float, float]]:
+    """Every {"mean": m, "std": s} anywhere in a results file."""
+    if isinstance(value, dict):
+        found = {(value["mean"], value["std"])} if {"mean", "std"} <= set(value) else set()
+        return found.union(*(mean_std_pairs(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(mean_std_pairs(v) for v in value))
+    return set()
+
+
+def test_the_small_data_prose_quotes_only_figures_the_results_hold():
+    guide = GUIDE.read_text(encoding="utf-8")
+    results = [ROOT / "benchmarks" / "results" / name for name in set(LINKED.findall(guide))]
+    held = set().union(*(mean_std_pairs(json.loads(path.read_text(encoding="utf-8"))) for path in results))
+    paragraphs = (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n")
+    readme = [p for p in paragraphs if "small-data.md#measured" in p]
+    benchmarks = [line for line in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()
+                  if re.search(r"benchmarks/results/[\w.-]+-small-data[\w.-]*\.json", line)]
+    places = {"the guide": [guide], "README.md": readme, "docs/benchmarks.md": benchmarks}
+    assert readme and benchmarks, "the README's small-data paragraph or the benchmarks page's row was not found"
+    quoted = 0
+    for place, texts in places.items():
+        for text in texts:
+            for mean, std in MEAN_STD.findall(text):
+                assert any(abs(float(mean) - m) <= 0.0005 + 1e-9 and abs(float(std) - s) <= 0.0005 + 1e-9
+                           for m, s in held), f"{place}: {mean} ± {std} is in no linked results file"
+                quoted += 1
+    assert quoted > 20
