@@ -21,6 +21,11 @@ LINKED = re.compile(r"benchmarks/results/([\w.-]+\.json)")
 MEAN_STD = re.compile(r"(\d+\.\d+)\s+±\s+(\d+\.\d+)")
 
 
+def shows(shown: str, value: float) -> bool:
+    """A figure shown to three decimals is the results' four-decimal value (0.6745 may show as 0.675)."""
+    return abs(float(shown) - value) <= 0.0005 + 1e-9
+
+
 def tables(text: str) -> dict[str, list[list[str]]]:
     """{data set: rows of cells} for the tables under the guide's "Docstrings:" and "MRPC:" lines."""
     found, current = {}, None
@@ -60,8 +65,8 @@ def test_the_learning_curve_tables_carry_the_results_files_figures():
                 got = summary[size]
                 accuracy = got["accuracy"]
                 for shown, value in zip(figure.groups(), (accuracy["mean"], accuracy["std"]), strict=True):
-                    if shown is not None:       # three decimals of the summary's four (0.6745 may show as 0.675)
-                        assert abs(float(shown) - value) <= 0.0005 + 1e-9, (dataset, label, size, cell, value)
+                    if shown is not None:
+                        assert shows(shown, value), (dataset, label, size, cell, value)
                 if got["runs"] < seeds:
                     assert "seeds" in cell, f"{dataset} {label} {size}: {got['runs']} of {seeds} seeds, not said"
                 if walls and walls[i] not in ("–", ""):
@@ -89,14 +94,14 @@ def test_the_small_data_prose_quotes_only_figures_the_results_hold():
     paragraphs = (ROOT / "README.md").read_text(encoding="utf-8").split("\n\n")
     readme = [p for p in paragraphs if "small-data.md#measured" in p]
     benchmarks = [line for line in (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8").splitlines()
-                  if re.search(r"benchmarks/results/[\w.-]+-small-data[\w.-]*\.json", line)]
+                  if any("-small-data" in name for name in LINKED.findall(line))]
     places = {"the guide": [guide], "README.md": readme, "docs/benchmarks.md": benchmarks}
     assert readme and benchmarks, "the README's small-data paragraph or the benchmarks page's row was not found"
     quoted = 0
     for place, texts in places.items():
         for text in texts:
             for mean, std in MEAN_STD.findall(text):
-                assert any(abs(float(mean) - m) <= 0.0005 + 1e-9 and abs(float(std) - s) <= 0.0005 + 1e-9
-                           for m, s in held), f"{place}: {mean} ± {std} is in no linked results file"
+                assert any(shows(mean, m) and shows(std, s) for m, s in held), \
+                    f"{place}: {mean} ± {std} is in no linked results file"
                 quoted += 1
     assert quoted > 20
