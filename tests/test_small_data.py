@@ -28,8 +28,8 @@ def adapted(rows: int, problem: str = SINGLE, **options):
 def test_defaults_on_a_small_set_train_longer_with_warmup_and_say_so(caplog):
     with caplog.at_level(logging.INFO, logger="tuneloop"):
         config = adapted(400)              # the built-in sample's size: 50 steps an epoch at batch 8
-    assert (config.small_data, config.epochs, config.warmup_ratio, config.lr) == ("on", 4, 0.1, 5e-5)
-    assert config.epochs * 50 >= small_data.MIN_STEPS > 3 * 50
+    assert (config.small_data, config.epochs, config.warmup_ratio, config.lr) == ("on", 10, 0.1, 5e-5)
+    assert config.epochs == small_data.MIN_EPOCHS and config.epochs * 50 <= small_data.EPOCH_FLOOR_STEPS
     assert "small data, 400 training rows" in caplog.text and "--small-data off" in caplog.text
 
 
@@ -54,12 +54,23 @@ def test_off_large_regression_and_resumed_runs_are_left_alone():
     assert small_data.adapt(resumed, 400, SINGLE) is resumed   # config.yaml recorded what ran
 
 
+def long_enough(epochs: int, steps_per_epoch: int) -> bool:
+    """MIN_STEPS steps, and MIN_EPOCHS epochs unless EPOCH_FLOOR_STEPS steps come first."""
+    steps = epochs * steps_per_epoch
+    return steps >= small_data.MIN_STEPS and (epochs >= small_data.MIN_EPOCHS or steps >= small_data.EPOCH_FLOOR_STEPS)
+
+
 def test_the_steps_decided_are_the_steps_the_plan_runs():
-    for rows, batch, accumulation in ((400, 8, 1), (48, 8, 1), (400, 32, 1), (123, 8, 3), (10, 16, 2)):
+    cases = ((400, 8, 1), (48, 8, 1), (400, 32, 1), (123, 8, 3), (10, 16, 2), (192, 8, 1), (512, 8, 1), (999, 8, 1))
+    decided = []
+    for rows, batch, accumulation in cases:
         config = adapted(rows, batch_size=batch, gradient_accumulation_steps=accumulation)
         plan = Plan.make(math.ceil(rows / batch), config, 1)          # the loader's batches of one process
-        assert plan.total_steps >= small_data.MIN_STEPS or config.epochs == small_data.MAX_EPOCHS
-        assert (config.epochs - 1) * plan.steps_per_epoch < small_data.MIN_STEPS    # no epoch more than needed
+        assert long_enough(config.epochs, plan.steps_per_epoch) or config.epochs == small_data.MAX_EPOCHS
+        assert not long_enough(config.epochs - 1, plan.steps_per_epoch)              # no epoch more than needed
+        decided.append((config.epochs, plan.total_steps))
+    # 10 epochs of the built-in sample; 34 epochs to reach 200 steps; a set near 1,000 rows: 4 epochs, not 10
+    assert decided[0] == (10, 500) and decided[1] == (34, 204) and decided[-1] == (4, 500)
 
 
 def test_many_short_epochs_are_evaluated_evenly_not_every_epoch():

@@ -127,8 +127,8 @@ def test_dry_run_shows_shapes_and_one_forward_pass_and_writes_nothing(tiny_model
     printed = yaml.safe_load(capsys.readouterr().out)
     assert code == 0 and not out.exists()
     assert printed["examples"] == {"train": 200, "validation": 60}
-    # 200 rows are small data: 4 epochs of 50 steps (settings decided from the data show in the dry run)
-    assert printed["steps_per_epoch"] == 50 and printed["total_steps"] == 200
+    # 200 rows are small data: 10 epochs of 50 steps (settings decided from the data show in the dry run)
+    assert printed["steps_per_epoch"] == 50 and printed["total_steps"] == 500
     assert printed["batch_shapes"]["input_ids"][0] == 4 and printed["logits_shape"] == [4, 2]
     assert printed["loss"] > 0
 
