@@ -13,8 +13,8 @@ left at its default or at the --recipe's value (one you set, by flag, keyword or
 - evaluation: once per epoch (at most 20 times, training/state.py), not a recipe's several times per epoch.
 
 Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample over 5 seeds, bench_small_data.py at
-8 to 256 rows per class, the 10-epoch floor before and after): see the small-data guide. Regression is left alone (it cannot collapse to a class); so is
---method setfit, whose own stage is built for few rows.
+8 to 256 rows per class, the 10-epoch floor before and after): see the small-data guide. Regression is left alone
+(it cannot collapse to a class); so is --method setfit, whose own stage is built for few rows.
 """
 
 from __future__ import annotations
