@@ -1,0 +1,127 @@
+"""The contract every problem type fills (kinds.py holds the three): training loss on tensors, and on NumPy arrays
+what evaluation, the decision rule, predictions and the analyses need."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class Objective:
+    """One problem type's meaning. `kind` is transformers' problem_type name (what tuneloop.json records);
+    `weights`: per-class weights (single-label) or per-label pos_weight (multi-label) for the training loss."""
+
+    kind: str = ""
+    classes: bool = True            # predictions are classes (or labels), with probabilities
+    multi_label: bool = False
+
+    def __init__(self, num_labels: int = 1, weights=None):
+        self.num_labels = num_labels
+        self.weights = None if weights is None else torch.as_tensor(weights, dtype=torch.float32)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(num_labels={self.num_labels}, weighted={self.weights is not None})"
+
+    def to(self, device) -> "Objective":
+        """The loss weights on `device` (the loss runs where the logits are)."""
+        if self.weights is not None:
+            self.weights = self.weights.to(device)
+        return self
+
+    # -- training ----------------------------------------------------------------------------------------------
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor | None, weights: torch.Tensor | None = None,
+             soft: torch.Tensor | None = None) -> torch.Tensor:
+        """The training loss of a batch. `labels`: the gold targets; `soft`: target distributions to train on
+        instead (single-label: a probability per class, rows summing to 1; multi-label: a probability per label;
+        regression: a score), e.g. a teacher's; `weights`: one per row, the loss being their weighted mean."""
+        targets, is_soft = (labels, False) if soft is None else (soft, True)
+        if weights is None:
+            return self.mean_loss(logits, targets, is_soft)
+        weights = weights.to(logits.dtype).reshape(-1)
+        denominator = (weights * self.row_scale(targets, is_soft)).sum()
+        return (self.row_losses(logits, targets, is_soft) * weights).sum() / \
+            denominator.clamp_min(torch.finfo(logits.dtype).tiny)
+
+    def row_losses(self, logits, targets, soft: bool) -> torch.Tensor:
+        """Each row's loss (class weights or pos_weight applied as the mean loss applies them)."""
+        raise NotImplementedError
+
+    def mean_loss(self, logits, targets, soft: bool) -> torch.Tensor:
+        """The batch's loss without row weights: the same function transformers' heads use (with weights)."""
+        return self.row_losses(logits, targets, soft).mean()
+
+    def row_scale(self, targets, soft: bool):
+        """Each row's share of the denominator besides its row weight (cross entropy with class weights divides by
+        the gold classes' weights); 1 elsewhere."""
+        return 1.0
+
+    def torch_probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Probabilities of a batch on its device (training dynamics)."""
+        raise NotImplementedError
+
+    # -- outputs (NumPy) ---------------------------------------------------------------------------------------
+    def eval_loss(self, logits: np.ndarray, labels: np.ndarray) -> float:
+        """The loss the model trains with, unweighted, over every example exactly once."""
+        x, y = torch.from_numpy(np.asarray(logits)).float(), torch.from_numpy(np.asarray(labels))
+        return float(type(self)(self.num_labels).mean_loss(x, y, False))
+
+    def probabilities(self, logits: np.ndarray) -> np.ndarray:
+        """Probabilities per class or label as predictions show them (regression: the score, one column)."""
+        return self.torch_probabilities(torch.from_numpy(np.asarray(logits)).float()).numpy()
+
+    def calibrated(self, logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+        """Probabilities of logits / temperature, in float64 (the decision rule's)."""
+        raise NotImplementedError
+
+    def predictions(self, logits: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def gold(self, labels: np.ndarray) -> np.ndarray:
+        """Targets as predictions compare with them: class ids, 0/1 per label, or scores."""
+        raise NotImplementedError
+
+    def binarize(self, labels: np.ndarray) -> np.ndarray:
+        """Which labels a row carries, as booleans (the one 0.5 cut of multi-label targets, soft ones included)."""
+        raise NotImplementedError(f"{self.kind} targets are not label sets")
+
+    def correct(self, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """True per row where the prediction is right (multi-label: every label)."""
+        raise NotImplementedError
+
+    def confidence(self, probs: np.ndarray, predictions: np.ndarray) -> np.ndarray:
+        """The probability of the decided answer per row."""
+        raise NotImplementedError
+
+    def given_confidence(self, probs: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The probability of the given label per row (multi-label: the lowest over the labels, each counted as
+        present or absent) — the self-confidence that ranks label issues."""
+        return self.confidence(probs, self.gold(labels))
+
+    def nll(self, probs: np.ndarray, labels: np.ndarray) -> float:
+        """Mean negative log-likelihood of the labels under `probs`."""
+        raise NotImplementedError
+
+    def counts(self, labels: np.ndarray) -> np.ndarray:
+        """Training rows per class (single-label) or carrying each label (multi-label)."""
+        raise NotImplementedError(f"{self.kind} has no classes")
+
+    def pool(self, logits: np.ndarray, starts: np.ndarray, counts: np.ndarray, how: str) -> np.ndarray:
+        """Windows' logits pooled into one row per document: `starts`, each document's first window in `logits`
+        (sorted by document), `counts` its number of windows; `how`: mean or max of the probabilities, given back
+        as logits (log-probabilities; the sigmoid's logits for multi-label)."""
+        x = torch.from_numpy(logits).double()
+        probs = self.torch_probabilities(x).numpy()
+        probs = np.maximum.reduceat(probs, starts, axis=0) if how == "max" else \
+            np.add.reduceat(probs, starts, axis=0) / counts
+        return self.logits_of(np.clip(probs, 1e-12, 1 - 1e-12))
+
+    def logits_of(self, probs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def collapsed_to(self, logits: np.ndarray, labels: np.ndarray) -> int | None:
+        """The one class predicted for every row when the rows hold two or more (a collapsed run); None."""
+        return None
+
+    def name(self, value, schema) -> str | float:
+        """A target or prediction as people read it: the class's name, the labels joined, or the score."""
+        raise NotImplementedError

@@ -1,0 +1,163 @@
+"""The three problem types: cross entropy over classes, binary cross entropy per label, mean squared error — the
+functions transformers' heads use, with class weights (pos_weight), row weights and soft targets."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..tasks import MULTI_LABEL, PROBLEM_TYPES, REGRESSION, SINGLE_LABEL
+from .base import Objective
+
+MULTI_LABEL_CUT = 0.5          # a label is carried when its target (or probability) is above this
+
+
+class SingleLabel(Objective):
+    """One class per row: softmax probabilities, argmax predictions, cross entropy."""
+
+    kind = SINGLE_LABEL
+
+    def row_losses(self, logits, targets, soft: bool):
+        logits = logits.view(-1, logits.shape[-1])
+        if soft:
+            return F.cross_entropy(logits, targets.to(logits.dtype), weight=self.weights, reduction="none")
+        return F.cross_entropy(logits, targets.view(-1).long(), weight=self.weights, reduction="none")
+
+    def mean_loss(self, logits, targets, soft):
+        if soft:                               # probability targets: the mean over rows (torch's definition)
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.to(logits.dtype), weight=self.weights)
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1).long(), weight=self.weights)
+
+    def row_scale(self, targets, soft):
+        if soft or self.weights is None:
+            return 1.0
+        return self.weights[targets.view(-1).long()]
+
+    def torch_probabilities(self, logits):
+        return logits.softmax(-1)
+
+    def calibrated(self, logits, temperature=1.0):
+        z = np.asarray(logits, dtype=np.float64) / temperature
+        z = z - z.max(-1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(-1, keepdims=True)
+
+    def logits_of(self, probs):
+        return np.log(probs / probs.sum(axis=1, keepdims=True))
+
+    def predictions(self, logits):
+        return np.asarray(logits).argmax(-1)
+
+    def gold(self, labels):
+        return np.asarray(labels).astype(np.int64)
+
+    def correct(self, predictions, labels):
+        return predictions == self.gold(labels)
+
+    def confidence(self, probs, predictions):
+        return probs[np.arange(len(probs)), predictions]
+
+    def nll(self, probs, labels):
+        return float(-np.mean(np.log(np.clip(probs[np.arange(len(labels)), self.gold(labels)], 1e-12, 1))))
+
+    def counts(self, labels):
+        return np.bincount(self.gold(labels), minlength=self.num_labels)
+
+    def collapsed_to(self, logits, labels):
+        predicted = np.unique(np.asarray(logits).argmax(-1))
+        return int(predicted[0]) if len(predicted) == 1 and len(np.unique(labels)) > 1 else None
+
+    def name(self, value, schema):
+        return schema.names[int(value)]
+
+
+class MultiLabel(Objective):
+    """Any number of labels per row: a sigmoid per label, a 0.5 cut, binary cross entropy."""
+
+    kind = MULTI_LABEL
+    multi_label = True
+
+    def row_losses(self, logits, targets, soft):
+        return F.binary_cross_entropy_with_logits(logits, targets.to(logits.dtype), pos_weight=self.weights,
+                                                  reduction="none").mean(-1)
+
+    def mean_loss(self, logits, targets, soft):
+        return F.binary_cross_entropy_with_logits(logits, targets.to(logits.dtype), pos_weight=self.weights)
+
+    def torch_probabilities(self, logits):
+        return logits.sigmoid()
+
+    def calibrated(self, logits, temperature=1.0):
+        return 1.0 / (1.0 + np.exp(-np.asarray(logits, dtype=np.float64) / temperature))
+
+    def logits_of(self, probs):
+        return np.log(probs) - np.log1p(-probs)
+
+    def predictions(self, logits):
+        return (np.asarray(logits) > 0).astype(np.int64)   # sigmoid(x) > 0.5
+
+    def binarize(self, labels):
+        return np.asarray(labels) > MULTI_LABEL_CUT
+
+    def gold(self, labels):
+        return self.binarize(labels).astype(np.int64)
+
+    def correct(self, predictions, labels):
+        return np.all(predictions == self.binarize(labels), -1)
+
+    def confidence(self, probs, predictions):
+        return np.where(predictions > 0, probs, 1 - probs).min(-1)
+
+    def nll(self, probs, labels):
+        return float(-np.mean(np.log(np.clip(np.where(self.binarize(labels), probs, 1 - probs), 1e-12, 1))))
+
+    def counts(self, labels):
+        labels = np.asarray(labels)
+        return self.binarize(labels.reshape(len(labels), -1)).sum(axis=0).astype(np.int64)
+
+    def name(self, value, schema):
+        return schema.separator_join([n for n, on in zip(schema.names, self.binarize(value)) if on])
+
+
+class Regression(Objective):
+    """One score per row: the model's output as it is, mean squared error."""
+
+    kind = REGRESSION
+    classes = False
+
+    def row_losses(self, logits, targets, soft):
+        return (logits.reshape(-1) - targets.to(logits.dtype).reshape(-1)) ** 2
+
+    def mean_loss(self, logits, targets, soft):
+        return F.mse_loss(logits.reshape(-1), targets.to(logits.dtype).reshape(-1))
+
+    def torch_probabilities(self, logits):
+        return logits.reshape(-1, 1)
+
+    def calibrated(self, logits, temperature=1.0):
+        return np.asarray(logits, dtype=np.float64).reshape(-1, 1)
+
+    def pool(self, logits, starts, counts, how):
+        return np.add.reduceat(logits, starts, axis=0) / counts     # the mean score, whatever `how`
+
+    def predictions(self, logits):
+        return np.asarray(logits).reshape(-1)
+
+    def gold(self, labels):
+        return np.asarray(labels, dtype=np.float64).reshape(-1)
+
+    def name(self, value, schema):
+        return float(value)
+
+
+KINDS = {kind.kind: kind for kind in (SingleLabel, MultiLabel, Regression)}
+assert tuple(KINDS) == PROBLEM_TYPES
+
+
+def objective_for(labels, weights=None) -> Objective:
+    """The objective of a label schema (anything with `problem_type` and `num_labels`) or of a problem type's
+    name; `weights` as `Objective` takes them."""
+    if isinstance(labels, str):
+        return KINDS[labels](1, weights)
+    return KINDS[labels.problem_type](labels.num_labels, weights)
