@@ -133,19 +133,20 @@ def test_collator_pads_each_batch_to_its_longest(tiny_model, mrpc_dir):
     config = TrainConfig(task="mrpc", data_dir=str(mrpc_dir), model=tiny_model, batch_size=8, quiet=True,
                          group_by_length=False)
     data = prepare_data(config, tok)
-    loader = train_loader(data.train, tok, config, make_collator(tok, False, None))
+    loader = train_loader(data.train, config, make_collator(tok, False, None))
     lengths = np.asarray(data.train["length"])
-    for batch in list(loader)[:5]:
-        assert set(batch) == {"input_ids", "token_type_ids", "attention_mask", "labels", "doc"}
-        width = batch["input_ids"].shape[1]
-        assert batch["input_ids"].shape[0] == 8 and batch["labels"].dtype == torch.long
-        assert batch["attention_mask"].sum(1).max() == width      # padded to the longest in the batch
+    for batch in list(loader)[:5]:          # the batch contract: model inputs, targets and rows apart
+        assert set(batch.inputs) == {"input_ids", "token_type_ids", "attention_mask"}
+        assert batch.rows.shape == (8,) and batch.weights is None and batch.soft is None
+        width = batch.inputs["input_ids"].shape[1]
+        assert len(batch) == 8 and batch.labels.dtype == torch.long
+        assert batch.inputs["attention_mask"].sum(1).max() == width      # padded to the longest in the batch
         assert width <= lengths.max()
     fixed = make_collator(tok, True, 48)
-    loader = train_loader(data.train, tok, config, fixed)
-    assert next(iter(loader))["input_ids"].shape == (8, 48)
+    loader = train_loader(data.train, config, fixed)
+    assert next(iter(loader)).inputs["input_ids"].shape == (8, 48)
     multiple = make_collator(tok, False, None, 8)
-    assert next(iter(train_loader(data.train, tok, config, multiple)))["input_ids"].shape[1] % 8 == 0
+    assert next(iter(train_loader(data.train, config, multiple))).inputs["input_ids"].shape[1] % 8 == 0
 
 
 def test_length_grouped_sampler_is_a_seeded_permutation_with_less_padding():

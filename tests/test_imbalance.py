@@ -17,7 +17,7 @@ from tuneloop import ConfigError, TrainConfig
 from tuneloop.data import balance
 from tuneloop.data.batching import LengthGroupedSampler
 from tuneloop.data.labels import LabelSchema
-from tuneloop.model.losses import TrainingLoss
+from tuneloop.objective import objective_for
 
 SINGLE = LabelSchema("single_label_classification", ["neg", "neu", "pos"])
 MULTI = LabelSchema("multi_label_classification", ["a", "b", "c"])
@@ -60,15 +60,16 @@ def test_unweighted_loss_is_the_models_own():
     """Without weights, tuneloop's loss is exactly the loss transformers' heads compute."""
     logits = torch.randn(6, 3)
     labels = torch.tensor([0, 2, 1, 1, 0, 2])
-    assert torch.equal(TrainingLoss("single_label_classification")(logits, labels),
+    assert torch.equal(objective_for("single_label_classification").loss(logits, labels),
                        torch.nn.CrossEntropyLoss()(logits, labels))
     multi = torch.randint(0, 2, (6, 3)).float()
-    assert torch.equal(TrainingLoss("multi_label_classification")(logits, multi),
+    assert torch.equal(objective_for("multi_label_classification").loss(logits, multi),
                        torch.nn.BCEWithLogitsLoss()(logits, multi))
     scores, targets = torch.randn(6, 1), torch.randn(6)
-    assert torch.equal(TrainingLoss("regression")(scores, targets), torch.nn.MSELoss()(scores.squeeze(), targets))
+    assert torch.equal(objective_for("regression").loss(scores, targets),
+                       torch.nn.MSELoss()(scores.squeeze(), targets))
     weights = torch.tensor([1.0, 2.0, 5.0])
-    assert torch.allclose(TrainingLoss("single_label_classification", weights)(logits, labels),
+    assert torch.allclose(objective_for("single_label_classification", weights).loss(logits, labels),
                           torch.nn.CrossEntropyLoss(weight=weights)(logits, labels))
 
 

@@ -1,12 +1,12 @@
-"""Batches: a seeded, length-grouped training order that depends only on (seed, epoch), dynamic padding, and
-evaluation in length-sorted batches whose order maps back to the rows."""
+"""Batches (`batch.Batch`): a seeded, length-grouped training order that depends only on (seed, epoch), dynamic
+padding, and evaluation in length-sorted batches whose order maps back to the rows."""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from .tokenize import model_inputs
+from .batch import BatchCollator, batch_columns
 
 
 class LengthGroupedSampler(torch.utils.data.Sampler):
@@ -57,13 +57,17 @@ def length_sorted(ds):
     return ds.select(np.argsort(-np.asarray(ds.with_format("numpy")["length"]), kind="stable"))
 
 
-def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None, pad_to_multiple_of: int | None = None):
-    """Dynamic padding to each batch's longest example (or to --max-length for fixed shapes)."""
-    from transformers import DataCollatorWithPadding
+def make_collator(tokenizer, pad_to_max_length: bool, max_length: int | None,
+                  pad_to_multiple_of: int | None = None) -> BatchCollator:
+    """Dynamic padding to each batch's longest example (or to --max-length for fixed shapes), into `Batch`es."""
+    return BatchCollator(tokenizer, pad_to_max_length, max_length, pad_to_multiple_of)
 
-    if pad_to_max_length:
-        return DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
-    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+def batch_table(ds, with_row: bool = True):
+    """The columns batches carry (batch.batch_columns), as torch tensors (the chapter's remove_columns /
+    set_format step); `with_row` keeps each example's canonical row, for pooling windows back into one prediction
+    per text and for training dynamics."""
+    return ds.select_columns(batch_columns(ds.column_names, with_row)).with_format("torch")
 
 
 def length_bucket(max_length: int | None) -> int:
@@ -78,27 +82,27 @@ def loader_options(workers: int, pin_memory: bool) -> dict:
     return {"num_workers": workers, "pin_memory": pin_memory, "persistent_workers": workers > 0}
 
 
-def train_loader(ds, tokenizer, config, collator, global_batch: int | None = None, weights=None,
+def train_loader(ds, config, collator, global_batch: int | None = None, weights=None,
                  pin_memory: bool = False):
     """Batches of `config.batch_size`, in an order grouped by the global batch (per device × processes ×
     accumulation): 1 process × batch 8, 2 × 4 and 4 accumulated × 2 then see the same examples per step.
     `weights`: per-row sampling weights (--sampler balanced). Batches carry each example's `doc` (its training row,
-    for training/dynamics.py); the loop takes it out before the forward pass."""
+    for training/dynamics.py), kept apart from the model's inputs (batch.Batch)."""
     lengths = np.asarray(ds.with_format("numpy")["length"])
     sampler = LengthGroupedSampler(lengths, global_batch or config.batch_size, config.seed,
                                    group=config.group_by_length, weights=weights)
     # a private generator: iterating must not draw from the global torch RNG, or a resumed run's dropout masks
     # would differ from the uninterrupted run's
-    return torch.utils.data.DataLoader(model_inputs(ds, tokenizer, with_doc=True), batch_size=config.batch_size,
+    return torch.utils.data.DataLoader(batch_table(ds), batch_size=config.batch_size,
                                        sampler=sampler, collate_fn=collator, drop_last=False,
                                        generator=torch.Generator(),
                                        **loader_options(config.dataloader_workers or 0, pin_memory))
 
 
-def eval_loader(ds, tokenizer, batch_size, collator, workers: int = 0, pin_memory: bool = False):
+def eval_loader(ds, batch_size, collator, workers: int = 0, pin_memory: bool = False):
     """Longest first, so batches pad little."""
     ds = length_sorted(ds)
-    loader = torch.utils.data.DataLoader(model_inputs(ds, tokenizer, with_doc=True), batch_size=batch_size,
+    loader = torch.utils.data.DataLoader(batch_table(ds), batch_size=batch_size,
                                          shuffle=False, collate_fn=collator, generator=torch.Generator(),
                                          **loader_options(workers, pin_memory))
     return loader

@@ -121,15 +121,6 @@ def tokenize(ds, tokenizer, policy: TextPolicy, pair, encoder, desc: str, num_pr
     return out
 
 
-def model_inputs(ds, tokenizer, with_doc: bool = False):
-    """The columns the model takes, as torch tensors (the chapter's remove_columns / set_format step); `with_doc`
-    keeps the canonical row of each example, for pooling windows back into one prediction per text."""
-    keep = [c for c in ("input_ids", "token_type_ids", "attention_mask", "labels") + ("doc",) * with_doc
-            if c in ds.column_names]
-    ds = ds.select_columns(keep)
-    return ds.with_format("torch")
-
-
 def describe_stats(split: str, s: dict) -> str:
     """One line per split: `data train: 400000 rows | read 12.10 s | tokenized 400000 rows in 20.30 s (19704 rows/s,
     2 processes)`, each step marked `(Arrow cache)` when the cache served it instead of computing it."""

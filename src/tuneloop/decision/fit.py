@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..objective import objective_for
 from ..tasks import REGRESSION, SINGLE_LABEL
 from .rule import (MULTI, TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds,
                    nll, reliability)
@@ -171,7 +172,7 @@ def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.nd
 
     kind = rule.kind
     probs = rule.probabilities(logits)
-    out = compute(names, rule.decision_logits(logits), labels, kind)
+    out = compute(names, rule.decision_logits(logits), labels, objective_for(kind))
     out.update(loss=nll(probs, labels, kind), ece=ece(probs, labels, kind), num_samples=len(labels))
     if rule.abstain_below is not None:
         level, coverage, accuracy = coverage_curve(probs, labels, kind, rule.predictions(logits),

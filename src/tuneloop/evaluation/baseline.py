@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from ..objective import objective_for
 from ..data.labels import LabelEncoder
 from ..tasks import MULTI_LABEL, REGRESSION
 from .metrics import compute, loss_from_logits
@@ -76,7 +77,7 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     started = time.perf_counter()
     model = baseline_model(labels.problem_type, seed).fit(_texts(raw.train, raw.pair), y_train)
     logits = _logits(model, _texts(table, raw.pair), labels.problem_type, labels.num_labels)
-    metrics = compute(metric_names, logits, y_eval, labels.problem_type)
+    metrics = compute(metric_names, logits, y_eval, objective_for(labels))
     metrics.update(loss=loss_from_logits(logits, y_eval, labels.problem_type), num_samples=int(len(y_eval)))
     return {"method": METHOD, "split": split, "eval": {k: round(v, 6) if isinstance(v, float) else v
                                                        for k, v in metrics.items()},

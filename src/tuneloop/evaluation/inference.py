@@ -6,11 +6,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
+from ..objective import Objective
 from ..runtime.machine import interactive
-from ..tasks import SINGLE_LABEL
 from .metrics import Accumulator
 
 
@@ -24,14 +23,13 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
     bar = tqdm(loader, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not accelerator.is_main_process or not interactive())
     with torch.no_grad():
-        for batch in bar:
-            labels, docs = batch.pop("labels", None), batch.pop("doc", None)
-            logits = model(**batch).logits
-            if labels is None:
-                logits, docs = accelerator.gather_for_metrics((logits, docs))
+        for batch in bar:                            # data/batch.Batch: inputs, labels, rows apart
+            logits = model(**batch.inputs).logits
+            if batch.labels is None:
+                logits, docs = accelerator.gather_for_metrics((logits, batch.rows))
                 accumulator.add_batch(logits, docs=docs)
             else:
-                logits, labels, docs = accelerator.gather_for_metrics((logits, labels, docs))
+                logits, labels, docs = accelerator.gather_for_metrics((logits, batch.labels, batch.rows))
                 accumulator.add_batch(logits, labels, docs)
     model.train(was_training)
     return accumulator
@@ -50,34 +48,30 @@ class Evaluation:
         """The metrics of the first split (the one `eval/` means in metrics.jsonl)."""
         return next(iter(self.metrics.values()))
 
-    def collapsed_to(self, problem_type: str) -> int | None:
+    def collapsed_to(self, objective: Objective) -> int | None:
         """The one class a single-label model predicts for every row of the first split, when its rows hold two
         or more (a collapsed run, the classic failure on small data); None otherwise."""
-        if problem_type != SINGLE_LABEL or not self.outputs:
-            return None
-        logits, labels = next(iter(self.outputs.values()))
-        predicted = np.unique(np.asarray(logits).argmax(-1))
-        return int(predicted[0]) if len(predicted) == 1 and len(np.unique(labels)) > 1 else None
+        return objective.collapsed_to(*next(iter(self.outputs.values()))) if self.outputs else None
 
 
-def evaluate(model, loaders: dict, accelerator, metric_names, problem_type: str, quiet: bool = False,
+def evaluate(model, loaders: dict, accelerator, metric_names, objective: Objective, quiet: bool = False,
              pooling: str = "mean") -> Evaluation:
     started = time.perf_counter()
     metrics, outputs = {}, {}
     for split, loader in loaders.items():
-        acc = run_inference(model, loader, accelerator, Accumulator(metric_names, problem_type, pooling),
+        acc = run_inference(model, loader, accelerator, Accumulator(metric_names, objective, pooling),
                             f"Evaluating {split}", quiet)
         metrics[split] = acc.compute()
         outputs[split] = (acc.all_logits, acc.all_labels)
     return Evaluation(metrics, outputs, time.perf_counter() - started)
 
 
-def predict_logits(model, tokenized, tokenizer, accelerator, problem_type: str, batch_size: int, quiet: bool,
+def predict_logits(model, tokenized, tokenizer, accelerator, objective: Objective, batch_size: int, quiet: bool,
                    desc: str = "Predicting", pooling: str = "mean"):
     """Logits for a tokenized split, one row per input row in its original order (batches run longest first;
     windows are pooled back into their row)."""
     from ..data.batching import eval_loader, make_collator
 
-    loader = eval_loader(tokenized, tokenizer, batch_size, make_collator(tokenizer, False, None))
+    loader = eval_loader(tokenized, batch_size, make_collator(tokenizer, False, None))
     loader = accelerator.prepare(loader)
-    return run_inference(model, loader, accelerator, Accumulator((), problem_type, pooling), desc, quiet).all_logits
+    return run_inference(model, loader, accelerator, Accumulator((), objective, pooling), desc, quiet).all_logits

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..objective import Objective
 from ..tasks import MULTI_LABEL, REGRESSION
 
 
@@ -16,11 +17,11 @@ def predictions_from_logits(logits: np.ndarray, problem_type: str) -> np.ndarray
     return logits.argmax(-1)
 
 
-def compute(names, logits: np.ndarray, labels: np.ndarray, problem_type: str) -> dict:
+def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective) -> dict:
     from scipy.stats import pearsonr, spearmanr
     from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-    preds = predictions_from_logits(logits, problem_type)
+    preds = objective.predictions(logits)
     out = {}
     for name in names:
         if name == "accuracy":
@@ -57,29 +58,18 @@ def loss_from_logits(logits: np.ndarray, labels: np.ndarray, problem_type: str) 
     return float(fn.cross_entropy(x, y.long()))
 
 
-def pool_windows(logits: np.ndarray, labels: np.ndarray | None, docs: np.ndarray, problem_type: str,
+def pool_windows(logits: np.ndarray, labels: np.ndarray | None, docs: np.ndarray, objective: Objective,
                  how: str = "mean"):
     """One row per document, in document order: the mean (or per-class max) of its windows' probabilities,
-    turned back into logits (log-probabilities; logits of the sigmoid for multi-label); regression takes the
-    mean score. A document with one window keeps its logits exactly."""
+    turned back into logits (objective.pool); regression takes the mean score. A document with one window keeps
+    its logits exactly."""
     order = np.argsort(docs, kind="stable")
     unique, starts = np.unique(docs[order], return_index=True)
     logits, labels = logits[order], (labels[order] if labels is not None else None)
     if len(unique) == len(docs):
         return logits, labels, unique
     counts = np.diff(np.append(starts, len(docs)))[:, None]
-    if problem_type == REGRESSION:
-        pooled = np.add.reduceat(logits, starts, axis=0) / counts
-    else:
-        x = torch.from_numpy(logits).double()
-        probs = (torch.sigmoid(x) if problem_type == MULTI_LABEL else torch.softmax(x, -1)).numpy()
-        probs = np.maximum.reduceat(probs, starts, axis=0) if how == "max" else \
-            np.add.reduceat(probs, starts, axis=0) / counts
-        probs = np.clip(probs, 1e-12, 1 - 1e-12)
-        if problem_type == MULTI_LABEL:
-            pooled = np.log(probs) - np.log1p(-probs)
-        else:
-            pooled = np.log(probs / probs.sum(axis=1, keepdims=True))
+    pooled = objective.pool(logits, starts, counts, how)
     single = counts[:, 0] == 1                   # documents of one window keep their logits exactly
     pooled[single] = logits[starts[single]]
     return pooled.astype(logits.dtype), (labels[starts] if labels is not None else None), unique
@@ -89,8 +79,8 @@ class Accumulator:
     """Like `evaluate`'s add_batch/compute: collect (already gathered) logits, labels and the documents they
     belong to; compute on one row per document (windows pooled, see pool_windows)."""
 
-    def __init__(self, names, problem_type: str, pooling: str = "mean"):
-        self.names, self.problem_type, self.pooling = tuple(names), problem_type, pooling
+    def __init__(self, names, objective: Objective, pooling: str = "mean"):
+        self.names, self.objective, self.pooling = tuple(names), objective, pooling
         self.logits, self.labels, self.docs = [], [], []
         self._pooled = None
 
@@ -109,7 +99,7 @@ class Accumulator:
             logits = np.concatenate(self.logits) if self.logits else np.zeros((0, 1), dtype=np.float32)
             labels = np.concatenate(self.labels) if self.labels else None
             docs = np.concatenate(self.docs) if self.docs else np.arange(len(logits))
-            self._pooled = pool_windows(logits, labels, docs, self.problem_type, self.pooling)
+            self._pooled = pool_windows(logits, labels, docs, self.objective, self.pooling)
         return self._pooled
 
     @property
@@ -123,8 +113,8 @@ class Accumulator:
 
     def compute(self) -> dict:
         logits, labels = self.all_logits, self.all_labels
-        results = compute(self.names, logits, labels, self.problem_type)
-        results["loss"] = loss_from_logits(logits, labels, self.problem_type)
+        results = compute(self.names, logits, labels, self.objective)
+        results["loss"] = self.objective.eval_loss(logits, labels)
         results["num_samples"] = int(len(labels))
         return results
 

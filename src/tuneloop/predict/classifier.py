@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..objective import objective_for
 from .. import tasks
 from ..config.options import PRECISIONS
 from ..data.labels import LabelSchema
@@ -256,7 +257,7 @@ class Classifier(contextlib.AbstractContextManager):
                 out = self.model(**{k: v.to(device) for k, v in inputs.items()}).logits.float().cpu().numpy()
                 for i, row in zip(chunk, out):
                     logits[i] = row
-        return pool_windows(np.stack(logits), None, np.asarray(encoded["doc"]), self.problem_type,
+        return pool_windows(np.stack(logits), None, np.asarray(encoded["doc"]), objective_for(self.label_schema),
                             self.policy.pooling)[0]
 
     def rows(self, logits: np.ndarray, *, raw: bool = False) -> list[dict]:
@@ -276,7 +277,8 @@ class Classifier(contextlib.AbstractContextManager):
         from ..evaluation.inference import predict_logits
 
         with self._accelerated() as (model, accelerator):
-            return predict_logits(model, tokenized, self.tokenizer, accelerator, self.problem_type, batch_size,
+            return predict_logits(model, tokenized, self.tokenizer, accelerator, objective_for(self.label_schema),
+                                  batch_size,
                                   quiet, desc, self.policy.pooling)
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ from ..data.sources import load_user_files
 from ..data.tokenize import tokenize
 from ..decision.fit import decided_metrics
 from ..exceptions import DataError
+from ..objective import objective_for
 from .rows import write_predictions
 
 
@@ -47,11 +48,11 @@ def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = Fals
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
         collator = make_collator(clf.tokenizer, False, None)
-        loaders = {n: accelerator.prepare(eval_loader(ds, clf.tokenizer, config.eval_batch_size, collator))
+        loaders = {n: accelerator.prepare(eval_loader(ds, config.eval_batch_size, collator))
                    for n, ds in data.evaluation.items()}
         task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
         names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
-        result = evaluate(model, loaders, accelerator, names, labels.problem_type, config.quiet,
+        result = evaluate(model, loaders, accelerator, names, objective_for(labels), config.quiet,
                           config.window_pooling)
         per_split, rule = result.metrics, clf.decision_rule(raw)
         if rule is not None:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ..data.batch import MODEL_INPUTS
 from ..data.batching import make_collator
 from ..exceptions import ConfigError, Interrupted
 from ..model.optim import build_optimizer, build_scheduler
@@ -38,7 +39,6 @@ from ..tasks import MULTI_LABEL, REGRESSION
 log = logging.getLogger("tuneloop")
 
 ABSENT = 30.0            # |logit| for a class no training row has (or every row has, for multi-label)
-MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 
 
 def check_setfit(config, data) -> None:
@@ -118,16 +118,16 @@ class Embedder:
 
     def __call__(self, rows: list[dict]):
         """(embeddings [rows, features], logits) of one batch of tokenized rows."""
-        batch = {k: v.to(self.device) for k, v in self.collate(rows).items()}
+        batch = self.collate(rows).to(self.device)
         caught = []
         handle = self.head.register_forward_pre_hook(lambda module, args: caught.append(args[0]))
         try:
-            logits = self.model(**batch).logits
+            logits = self.model(**batch.inputs).logits
         finally:
             handle.remove()
         x = caught[-1]
         if x.dim() == 3:             # a decoder: the score runs on every position; the logits are the last token's
-            ids = batch["input_ids"]
+            ids = batch.inputs["input_ids"]
             if self.pad_token_id is None:
                 last = torch.full((ids.shape[0],), ids.shape[1] - 1, device=ids.device)
             else:        # transformers' rule: the rightmost token that is not padding
@@ -151,7 +151,7 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     model = getattr(run.model, "_orig_mod", run.model)        # a compiled model runs eagerly here
     plain = acc.unwrap_model(run.model, keep_torch_compile=False)
     head = head_linear(plain, data.labels.num_labels)
-    rows = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
+    rows = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])   # no targets
     embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
     labels = data.train_labels
     started = time.perf_counter()

@@ -1,6 +1,6 @@
-"""The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: forward, backward, step,
-schedule, zero_grad, progress). Every decision that writes a file or ends the run is an `if` line here, calling
-a function with one job: set-up in setup_steps.py, evaluation in evaluation/, the resumable state and the plan of
+"""The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: the step — forward, loss,
+backward, optimizer step, zero_grad, in step.py — then schedule, progress). Every decision that writes a file or
+ends the run is an `if` line here, calling a function with one job: set-up in setup_steps.py, evaluation in evaluation/, the resumable state and the plan of
 the run in state.py, checkpoints in checkpoint.py, the run's files in finish.py, reporting.py and dynamics.py,
 --method setfit's stage before the loop in contrastive.py.
 ARCHITECTURE.md is the map."""
@@ -10,12 +10,9 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-import torch
-
 from ..config.options import TrainConfig
 from ..config.resolve import for_this_machine
 from ..data.batching import epoch_batches
-from ..evaluation.inference import evaluate
 from ..exceptions import Interrupted, NonFiniteLoss
 from ..layout import BEST_DIR, MODEL_DIR
 from ..model.loading import body_parameters
@@ -23,13 +20,17 @@ from ..runtime.process import run_scope
 from ..version import __version__
 from . import checkpoint, contrastive, dry_run, dynamics, finish, reporting
 from .progress import TrainLog
-from .setup_steps import setup
+from .setup_steps import Run, setup
 from .signals import StopSignals
 from .state import TrainState
+from .step import TrainStep
+from .step import make_step as default_step
 
 
-def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | None = None) -> dict:
-    """Train with a config from resolve_config; everything process-wide is restored when it returns or raises."""
+def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | None = None,
+                 make_step: Callable[[Run], TrainStep] | None = None) -> dict:
+    """Train with a config from resolve_config; everything process-wide is restored when it returns or raises.
+    `make_step(run)`: the step to train with instead of step.make_step's (a TrainStep)."""
     cfg = for_this_machine(config, lambda: body_parameters(config.model))   # on a GPU: precision by size
     with run_scope(cfg) as levers, StopSignals() as signals:
         r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
@@ -37,33 +38,25 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
         if cfg.method == "setfit" and r.state.step == 0:    # contrastive.py: the body on pairs, then the head
             r.setfit = contrastive.train_body_and_head(r, lambda: signals.received(r.accelerator))  # ends on Ctrl-C
-        acc, model, optimizer, scheduler = r.accelerator, r.model, r.optimizer, r.scheduler
-        plan, state = r.plan, r.state
+        acc, model, scheduler, plan, state = r.accelerator, r.model, r.scheduler, r.plan, r.state
+        step = (make_step or default_step)(r)      # step.py: the Accelerate step unless a caller plugs in another
         log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
         samples_before, evaluation = state.samples_seen, None
         model.train()
         while not plan.finished(state):
             for batch in epoch_batches(r.loaders.train, state.epoch, state.batches_done, acc):  # seeded order
-                with acc.accumulate(model):                        # no gradient sync on inner micro-steps
-                    labels, rows = batch.pop("labels"), batch.pop("doc")
-                    logits = model(**batch).logits
-                    loss = r.loss(logits, labels)                  # losses.py: with --class-weights when asked
-                    if r.dynamics is not None:                     # dynamics.py: each row's probabilities
-                        r.dynamics.record(state.epoch, rows, logits)
-                    if cfg.skip_nonfinite_batches and not torch.isfinite(loss.detach()):   # a host sync: opt-in
-                        state.skipped_batches += 1
-                        log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
-                    else:
-                        acc.backward(loss)
-                        log.add_loss(loss)
-                    if acc.sync_gradients and cfg.max_grad_norm:
-                        acc.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
-                    optimizer.step()
-                    optimizer.zero_grad(set_to_none=True)
-                state.batch_done(batch["input_ids"].shape[0] * acc.num_processes)
-                if not acc.sync_gradients:
+                out = step(batch)               # step.py: forward, loss, backward, clip, optimizer step, zero_grad
+                if r.dynamics is not None:                         # dynamics.py: each row's probabilities
+                    r.dynamics.record(state.epoch, batch.rows, out.logits)
+                if out.skipped:                                    # --skip-nonfinite-batches
+                    state.skipped_batches += 1
+                    log.warn(f"skipped a batch with a non-finite loss; {state.skipped_batches} so far")
+                else:
+                    log.add_loss(out.loss)
+                state.batch_done(len(batch) * acc.num_processes)
+                if not out.update:                                  # an inner micro-step of accumulation
                     continue
-                if not acc.optimizer_step_was_skipped:              # fp16 overflow: the optimizer did not step
+                if out.applied:                                     # fp16 overflow: the optimizer did not step
                     scheduler.step()
                 state.step_done(plan.steps_per_epoch)               # the last step of an epoch starts the next
                 epoch = state.epoch_progress(plan.steps_per_epoch)
@@ -72,8 +65,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                     raise NonFiniteLoss(state.step, mean_loss)      # checkpoints already saved stay intact
 
                 if plan.eval_due(state.step):                       # --eval-every, each epoch's end, the last step
-                    evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names,
-                                          r.data.labels.problem_type, cfg.quiet, cfg.window_pooling)
+                    evaluation = r.evaluate()                       # evaluation/: every validation split
                     log.evaluation(state.step, epoch, evaluation, reporting.collapse_warning(r, evaluation, state.step))
                     if state.record_evaluation(evaluation.metrics, r.metric_for_best, plan.steps_per_epoch):
                         finish.save_model_folder(r, BEST_DIR)      # OUT/best/: the best evaluation so far
@@ -95,8 +87,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                     break
 
         if evaluation is None:           # nothing left to train: resumed at the last step, or --setfit-head logistic
-            evaluation = evaluate(model, r.loaders.evaluation, acc, r.metric_names, r.data.labels.problem_type,
-                                  cfg.quiet, cfg.window_pooling)
+            evaluation = r.evaluate()
         log.close()
         results = reporting.results(r, state, log, evaluation, samples_before)   # + the TF-IDF baseline's figures
         rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds

@@ -52,7 +52,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
         out["train"]["skipped_nonfinite_batches"] = state.skipped_batches
     if len(evaluation.metrics) > 1:
         out["eval_splits"] = evaluation.metrics
-    only = evaluation.collapsed_to(run.data.labels.problem_type)
+    only = evaluation.collapsed_to(run.objective)
     out["collapsed"] = None if only is None else run.data.labels.names[only]   # the single class it predicts
     classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
                evaluation.outputs.items()}
@@ -69,7 +69,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
 
 def collapse_warning(run, evaluation, step: int) -> str | None:
     """What to say when the model predicts one class for every validation row (None when it does not)."""
-    only = evaluation.collapsed_to(run.data.labels.problem_type)
+    only = evaluation.collapsed_to(run.objective)
     return None if only is None else (
         f"step {step}: the model predicts {run.data.labels.names[only]!r} for every validation row (collapsed to one "
         "class); on small data try more epochs, a smaller --lr with warmup, --class-weights balanced, or --seeds")

@@ -16,6 +16,7 @@ from ..config.options import TrainConfig
 from ..data import balance
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
+from ..evaluation.inference import Evaluation, evaluate
 from ..data.sources import resolve_data_dir
 from ..decision.fit import check_decision_options
 from ..exceptions import ConfigError, DataError
@@ -24,12 +25,11 @@ from ..model import pooling
 from ..model.attention import choose as choose_attention
 from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config
 from ..model.lora import add_adapters, trainable_summary
-from ..model.losses import TrainingLoss
 from ..model.optim import build_optimizer, build_scheduler
 from ..model.tokenizer import check_vocabulary, load_tokenizer
+from ..objective import Objective, objective_for
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
-from ..tasks import REGRESSION
 from ..version import __version__
 from . import checkpoint, progress, run_folder, small_data
 from .contrastive import check_setfit
@@ -55,7 +55,7 @@ class Run:
     tokenizer: object
     data: PreparedData
     model: object
-    loss: TrainingLoss
+    objective: Objective                # the loss, probabilities, predictions of the problem type
     optimizer: object
     scheduler: object
     loaders: Loaders
@@ -72,6 +72,11 @@ class Run:
     @property
     def metric_for_best(self) -> str:
         return self.config.metric_for_best or self.main_metric
+
+    def evaluate(self) -> Evaluation:
+        """Every validation split, on every process (evaluation/inference.py)."""
+        return evaluate(self.model, self.loaders.evaluation, self.accelerator, self.metric_names, self.objective,
+                        self.config.quiet, self.config.window_pooling)
 
 
 def setup_output_dir(config: TrainConfig) -> str:
@@ -124,17 +129,17 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
                                                                        names + tasks.ALWAYS_REPORTED)
     if problem:                      # checked against the metrics of the data actually read
         raise ConfigError(f"--metric-for-best: {problem}")
-    warning = data.labels.problem_type != REGRESSION and balance.rare_class_warning(data.train_labels, data.labels)
+    warning = balance.rare_class_warning(data.train_labels, data.labels)     # None for regression
     if warning and config.class_weights == "none" and config.sampler == "random":
         log.warning(warning)
     return data
 
 
-def setup_loss(config: TrainConfig, data: PreparedData, device) -> TrainingLoss:
-    """The training loss, with --class-weights (losses.py; the evaluation loss stays unweighted)."""
+def setup_objective(config: TrainConfig, data: PreparedData, device) -> Objective:
+    """The problem type's objective, its training loss with --class-weights (the evaluation loss stays
+    unweighted)."""
     labels = data.train_labels if config.class_weights != "none" else None
-    return TrainingLoss(data.labels.problem_type,
-                        balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
+    return objective_for(data.labels, balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
 
 
 def metric_names(data: PreparedData) -> tuple[str, ...]:
@@ -207,8 +212,8 @@ def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_proces
     weights = balance.sampling_weights(data.train_labels, data.labels) \
         if config.sampler == "balanced" else None
     pinned = machine.runs_on_cuda(config.cpu)
-    return Loaders(train_loader(data.train, tokenizer, config, collator, global_batch, weights, pinned),
-                   {name: eval_loader(ds, tokenizer, config.eval_batch_size, collator, config.dataloader_workers or 0,
+    return Loaders(train_loader(data.train, config, collator, global_batch, weights, pinned),
+                   {name: eval_loader(ds, config.eval_batch_size, collator, config.dataloader_workers or 0,
                                       pinned) for name, ds in data.evaluation.items()})
 
 
@@ -272,7 +277,7 @@ def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: 
 def describe(run: Run) -> None:
     c, d, acc, plan = run.config, run.data, run.accelerator, run.plan
     sizes = ", ".join(f"{name} {len(ds)}" for name, ds in [("train", d.train), *d.evaluation.items()])
-    log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({d.labels.problem_type}, "
+    log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({run.objective.kind}, "
              f"{d.labels.num_labels} label(s)) | examples: {sizes}")
     precision = machine.effective_precision(c.mixed_precision, c.cpu)
     if precision != c.mixed_precision:
@@ -305,7 +310,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
     config = config.replace(attention=attention, setfit_pooling=pooled)     # what ran, as config.yaml records it
-    loss = setup_loss(config, data, accelerator.device)
+    objective = setup_objective(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
     loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes)
@@ -318,8 +323,8 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     state, resumed_from = setup_state(config, accelerator, output_dir, plan)
     names = metric_names(data)
     main = tasks.main_metric(data.task, data.labels.problem_type)
-    run = Run(config, accelerator, output_dir, tokenizer, data, model, loss, optimizer, scheduler, loaders, plan, state,
-              names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started,
+    run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
+              state, names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started,
               setup_dynamics(data, plan, accelerator, resumed_from))
     describe(run)
     return run

@@ -1,0 +1,79 @@
+"""The batch contract: what a DataLoader of tokenized rows yields. The model's inputs, the targets (gold labels,
+and room for per-row weights and soft target distributions) and the rows they come from are separate fields;
+this module is the one place that knows which columns a model takes (`MODEL_INPUTS`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+# what a sequence-classification model's forward takes, in the order tokenizers give them
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+LABELS = "labels"              # gold targets: class ids, 0/1 per label, or scores
+WEIGHTS = "weight"             # optional: one weight per row (the loss is their weighted mean)
+SOFT = "soft_labels"           # optional: a target distribution per row (e.g. a teacher's probabilities)
+ROW = "doc"                    # the canonical row a tokenized row comes from (windows share one)
+TARGETS = (LABELS, WEIGHTS, SOFT)
+
+
+def model_inputs(mapping) -> dict:
+    """The entries of `mapping` (a dict of tensors or lists) that the model takes."""
+    return {k: mapping[k] for k in MODEL_INPUTS if k in mapping}
+
+
+def batch_columns(column_names, with_row: bool = True) -> list[str]:
+    """The columns of a tokenized split that batches carry: the model's inputs, the targets it has, the row."""
+    wanted = MODEL_INPUTS + TARGETS + ((ROW,) if with_row else ())
+    return [c for c in wanted if c in column_names]
+
+
+@dataclass
+class Batch:
+    """One batch: `inputs` go to the model as they are; the rest never does."""
+
+    inputs: dict
+    labels: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
+    soft: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
+
+    @classmethod
+    def from_mapping(cls, mapping) -> "Batch":
+        """From a collated dict of tensors (DataCollatorWithPadding's output)."""
+        return cls(model_inputs(mapping), mapping.get(LABELS), mapping.get(WEIGHTS), mapping.get(SOFT),
+                   mapping.get(ROW))
+
+    def __len__(self) -> int:
+        return next(iter(self.inputs.values())).shape[0]
+
+    def to(self, device, non_blocking: bool = False) -> "Batch":
+        """On `device` (Accelerate's prepared loaders call this for each batch)."""
+        def move(x):
+            return x.to(device, non_blocking=non_blocking) if isinstance(x, torch.Tensor) else x
+
+        return Batch({k: move(v) for k, v in self.inputs.items()},
+                     *(move(getattr(self, f.name)) for f in fields(self)[1:]))
+
+    @property
+    def shapes(self) -> dict:
+        """Each tensor's shape, by column name (the dry run prints them)."""
+        named = {**self.inputs, LABELS: self.labels, WEIGHTS: self.weights, SOFT: self.soft}
+        return {k: list(v.shape) for k, v in named.items() if v is not None}
+
+
+class BatchCollator:
+    """Rows → a padded `Batch`: transformers' DataCollatorWithPadding (dynamic padding to the longest row, or to
+    a multiple, or to --max-length), then split by the contract above."""
+
+    def __init__(self, tokenizer, pad_to_max_length: bool = False, max_length: int | None = None,
+                 pad_to_multiple_of: int | None = None):
+        from transformers import DataCollatorWithPadding
+
+        if pad_to_max_length:
+            self.pad = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
+        else:
+            self.pad = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+
+    def __call__(self, rows: list[dict]) -> Batch:
+        return Batch.from_mapping(self.pad(rows))
