@@ -23,6 +23,13 @@ class LabelSchema:
     separator: Optional[str] = None
 
     @property
+    def objective(self):
+        """What these labels mean for a model's outputs (objective/): loss, probabilities, predictions."""
+        from ..objective import objective_for
+
+        return objective_for(self)
+
+    @property
     def num_labels(self) -> int:
         return 1 if self.problem_type == REGRESSION else len(self.names)
 

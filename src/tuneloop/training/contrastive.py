@@ -34,7 +34,6 @@ from ..data.batching import make_collator
 from ..exceptions import ConfigError, Interrupted
 from ..model.optim import build_optimizer, build_scheduler
 from ..runtime.machine import interactive
-from ..tasks import MULTI_LABEL, REGRESSION
 
 log = logging.getLogger("tuneloop")
 
@@ -45,7 +44,7 @@ def check_setfit(config, data) -> None:
     """Refuse, before the run folder is written, what --method setfit cannot train."""
     if config.method != "setfit":
         return
-    if data.labels.problem_type == REGRESSION:
+    if not data.labels.objective.classes:
         raise ConfigError("--method setfit needs class labels (single- or multi-label); this data has numeric "
                           "labels (regression): use --method finetune")
     labels = data.train_labels
@@ -157,7 +156,7 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     started = time.perf_counter()
     body = train_body(model, head, embed, rows, labels, cfg, acc, stop)
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
-    fitted = fit_head(features, labels, data.labels.num_labels, data.labels.problem_type == MULTI_LABEL,
+    fitted = fit_head(features, labels, data.labels.num_labels, run.objective.multi_label,
                       head.bias is not None, cfg.seed)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))

@@ -14,7 +14,6 @@ from ..analysis.label_issues import issue_rows
 from ..atomic import atomic_write_bytes
 from ..layout import DYNAMICS_FILE, LABEL_ISSUES_FILE, PREDICTIONS_DIR
 from ..predict.rows import write_predictions
-from ..tasks import MULTI_LABEL, REGRESSION
 
 log = logging.getLogger("tuneloop")
 
@@ -25,16 +24,16 @@ MAX_BYTES = 1 << 30                        # the per-epoch probabilities must fi
 class TrainingDynamics:
     """Per epoch, the sum of each training row's predicted probabilities and how many times it was seen."""
 
-    def __init__(self, rows: int, num_classes: int, epochs: int, device, multi_label: bool):
-        self.multi_label, self.epochs = multi_label, epochs
+    def __init__(self, rows: int, num_classes: int, epochs: int, device, objective):
+        self.objective, self.epochs = objective, epochs
         self.sums = torch.zeros(epochs, rows, num_classes, device=device)
         self.counts = torch.zeros(epochs, rows, device=device)
 
     @classmethod
     def make(cls, data, epochs: int, device) -> "TrainingDynamics | None":
         """None for regression, for an empty training split, or when the table would not fit in MAX_BYTES."""
-        kind = data.labels.problem_type
-        if kind == REGRESSION or data.train is None or len(data.train) == 0:
+        objective = data.labels.objective
+        if not objective.classes or data.train is None or len(data.train) == 0:
             return None
         rows = int(np.max(data.train.with_format("numpy")["doc"])) + 1
         size = epochs * rows * (data.labels.num_labels + 1) * 4
@@ -42,13 +41,13 @@ class TrainingDynamics:
             log.warning(f"not ranking training rows for label issues: the probabilities of {rows} rows × "
                         f"{data.labels.num_labels} classes × {epochs} epochs would take {size / 2**30:.1f} GiB")
             return None
-        return cls(rows, data.labels.num_labels, epochs, device, kind == MULTI_LABEL)
+        return cls(rows, data.labels.num_labels, epochs, device, objective)
 
     def record(self, epoch: int, rows: torch.Tensor, logits: torch.Tensor) -> None:
         """One batch: `rows`, each example's training row (its `doc`); `logits` as the model gave them."""
         with torch.no_grad():
             logits = logits.detach().float()
-            probs = logits.sigmoid() if self.multi_label else logits.softmax(-1)
+            probs = self.objective.torch_probabilities(logits)
             e = min(epoch, self.epochs - 1)
             rows = rows.to(self.sums.device)
             self.sums[e].index_add_(0, rows, probs.to(self.sums.device))

@@ -39,7 +39,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
                   "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device)},
         "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
         "labels": run.data.labels.names,
-        "problem_type": run.data.labels.problem_type,
+        "problem_type": run.objective.kind,
         "best": state.best,
         "stopped_early": state.stopped_early,
         "output_dir": str(run.output_dir),
