@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..objective import objective_for
-from ..tasks import REGRESSION, SINGLE_LABEL
-from .rule import (MULTI, TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds,
-                   nll, reliability)
+from ..objective import Objective, objective_for
+from .rule import (TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds, nll,
+                   reliability)
 
 MIN_CROSS_FIT = 40
 MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
@@ -27,14 +26,12 @@ MIN_ERRORS = 3             # fewer wrong predictions: NLL falls without end as T
 MIN_CLASS_ROWS = 5         # a threshold needs this many rows on each side (binary) / of each label (multi-label)
 
 
-def _errors(logits: np.ndarray, labels: np.ndarray, kind: str) -> int:
-    predictions = DecisionRule(kind=kind).predictions(logits)
-    if kind == MULTI:
-        return int(((labels > 0.5).astype(np.int64) != predictions).sum())
-    return int((predictions != labels.astype(np.int64)).sum())
+def _errors(logits: np.ndarray, labels: np.ndarray, kind: Objective) -> int:
+    """Wrong decisions (multi-label: wrong (row, label) pairs) of the identity rule."""
+    return int((kind.gold(labels) != DecisionRule(kind=kind.kind).predictions(logits)).sum())
 
 
-def trusted_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> tuple[float, str | None]:
+def trusted_temperature(logits: np.ndarray, labels: np.ndarray, kind: Objective) -> tuple[float, str | None]:
     """(the temperature to apply, why the fitted one is not applied or None)."""
     n, (low, high) = len(labels), TEMPERATURE_RANGE
     raw = "; the probabilities stay the raw scores (T = 1)"
@@ -52,13 +49,9 @@ def trusted_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> tu
     return temperature, None
 
 
-def _thresholds_trusted(labels: np.ndarray, kind: str, positive: int) -> str | None:
-    n = len(labels)
-    if kind == MULTI:
-        counts = np.minimum((labels > 0.5).sum(0), (labels <= 0.5).sum(0))
-    else:
-        y = labels.astype(np.int64)
-        counts = np.array([(y == positive).sum(), (y != positive).sum()])
+def _thresholds_trusted(labels: np.ndarray, kind: Objective, positive: int) -> str | None:
+    n, sides = len(labels), kind.cut_targets(labels, positive)
+    counts = np.minimum(sides.sum(0), (~sides).sum(0))           # the rarer side of each cut-off
     if n < MIN_FIT_ROWS or counts.min() < MIN_CLASS_ROWS:
         return (f"thresholds not applied: {n} validation rows with {int(counts.min())} on the rarer side are too "
                 f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each side); the "
@@ -66,16 +59,16 @@ def _thresholds_trusted(labels: np.ndarray, kind: str, positive: int) -> str | N
     return None
 
 
-def _folds(labels: np.ndarray, kind: str, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+def _folds(labels: np.ndarray, kind: Objective, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Two (fit rows, measured rows) pairs, stratified by class for single-label; None when too few rows."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     n = len(labels)
     if n < MIN_CROSS_FIT:
         return None
-    if kind == MULTI:
+    y = kind.classes_of(labels)
+    if y is None:
         return list(KFold(2, shuffle=True, random_state=seed).split(np.zeros(n)))
-    y = labels.astype(np.int64)
     if np.bincount(y)[np.unique(y)].min() < 2:
         return None
     return list(StratifiedKFold(2, shuffle=True, random_state=seed).split(np.zeros(n), y))
@@ -85,7 +78,7 @@ def _fit(logits, labels, kind, options) -> DecisionRule:
     """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
     temperature, note = trusted_temperature(logits, labels, kind) if options["calibrate"] == "temperature" \
         else (1.0, None)
-    rule = DecisionRule(kind=kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
+    rule = DecisionRule(kind=kind.kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
                         abstain_label=options["abstain_label"], positive=options.get("positive", 1))
     rule.notes = [note] if note else []
     if options["decision"] == "threshold":
@@ -100,40 +93,22 @@ def _fit(logits, labels, kind, options) -> DecisionRule:
     return rule
 
 
-def _decision_metrics(predictions: np.ndarray, labels: np.ndarray, kind: str, positive: int = 1) -> dict:
-    from sklearn.metrics import f1_score, precision_score, recall_score
-
-    if kind == MULTI:
-        y = (labels > 0.5).astype(np.int64)
-        return {"f1_micro": f1_score(y, predictions, average="micro", zero_division=0.0),
-                "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0),
-                "precision_micro": precision_score(y, predictions, average="micro", zero_division=0.0),
-                "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0)}
-    y = labels.astype(np.int64)
-    out = {"accuracy": float(np.mean(predictions == y)),
-           "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0)}
-    if len(np.unique(np.r_[y, predictions])) <= 2 and max(y.max(), predictions.max()) <= 1:
-        out.update(f1=f1_score(y, predictions, pos_label=positive, zero_division=0.0),
-                   precision=precision_score(y, predictions, pos_label=positive, zero_division=0.0),
-                   recall=recall_score(y, predictions, pos_label=positive, zero_division=0.0))
-    return out
-
-
-def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str, options: dict, seed: int = 0
+def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str | Objective, options: dict, seed: int = 0
                  ) -> tuple[DecisionRule, dict]:
-    """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `options`:
-    calibrate (none|temperature), decision (argmax|threshold), objective, abstain_below, abstain_label."""
-    logits = np.asarray(logits, dtype=np.float64)
+    """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `kind`: the
+    Objective or its problem type's name; `options`: calibrate (none|temperature), decision (argmax|threshold),
+    objective, abstain_below, abstain_label."""
+    logits, kind = np.asarray(logits, dtype=np.float64), objective_for(kind)
     rule = _fit(logits, labels, kind, options)
     folds = _folds(labels, kind, seed)
+    raw = DecisionRule(kind=kind.kind).probabilities(logits)
+    default = DecisionRule(kind=kind.kind).predictions(logits)
     probs = np.zeros_like(logits)
-    tuned = np.zeros(logits.shape if kind == MULTI else len(logits), dtype=np.int64)
+    tuned = np.zeros(default.shape, dtype=np.int64)
     for fit_rows, measured in folds or [(np.arange(len(labels)), np.arange(len(labels)))]:
         part = _fit(logits[fit_rows], labels[fit_rows], kind, options) if folds else rule
         probs[measured] = part.probabilities(logits[measured])
         tuned[measured] = part.predictions(logits[measured])
-    raw = DecisionRule(kind=kind).probabilities(logits)
-    default = DecisionRule(kind=kind).predictions(logits)
     n = len(labels)
     how = (f"2-fold cross-fit on the {n} validation rows (each half scored by a rule fitted on the other)" if folds
            else f"in-sample on the {n} validation rows (too few to hold any out: optimistic)")
@@ -148,8 +123,8 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str, options: dic
     if rule.thresholds:
         report["thresholds"] = {"objective": rule.objective, "values": rule.thresholds,
                                 "positive": rule.positive,
-                                "at_default": _rounded(_decision_metrics(default, labels, kind, rule.positive)),
-                                "at_tuned": _rounded(_decision_metrics(tuned, labels, kind, rule.positive))}
+                                "at_default": _rounded(kind.decision_metrics(default, labels, rule.positive)),
+                                "at_tuned": _rounded(kind.decision_metrics(tuned, labels, rule.positive))}
     curve = coverage_curve(probs, labels, kind, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:
@@ -170,9 +145,9 @@ def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.nd
     accuracy (multi-label: exact match) on the rows it answers."""
     from ..evaluation.metrics import compute
 
-    kind = rule.kind
+    kind = rule.problem
     probs = rule.probabilities(logits)
-    out = compute(names, rule.decision_logits(logits), labels, objective_for(kind))
+    out = compute(names, rule.decision_logits(logits), labels, kind)
     out.update(loss=nll(probs, labels, kind), ece=ece(probs, labels, kind), num_samples=len(labels))
     if rule.abstain_below is not None:
         level, coverage, accuracy = coverage_curve(probs, labels, kind, rule.predictions(logits),
@@ -188,9 +163,10 @@ def check_decision_options(config, labels) -> None:
     if config.positive_label is not None and config.positive_label not in labels.names:
         raise ConfigError(f"--positive-label {config.positive_label!r}: not a label of this data "
                           f"({', '.join(labels.names)})")
-    if config.decision == "threshold" and labels.problem_type == SINGLE_LABEL \
+    objective = objective_for(labels)
+    if config.decision == "threshold" and objective.classes and not objective.multi_label \
             and labels.num_labels != 2:
         raise ConfigError(f"--decision threshold: needs two classes (a cut-off on the second) or multi-label data; "
                           f"this data has {labels.num_labels} classes: use --decision argmax")
-    if labels.problem_type == REGRESSION and (config.decision == "threshold" or config.abstain_below is not None):
+    if not objective.classes and (config.decision == "threshold" or config.abstain_below is not None):
         raise ConfigError("--decision threshold / --abstain-below: regression has no classes to decide between")

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..config.parsing import parse_objective
-from ..tasks import MULTI_LABEL, SINGLE_LABEL
-
-SINGLE, MULTI = SINGLE_LABEL, MULTI_LABEL
+from ..objective import Objective, SingleLabel, objective_for
+from ..tasks import MULTI_LABEL as MULTI, SINGLE_LABEL as SINGLE  # noqa: F401 - names callers pass as `kind`
 
 
 def _logit(p: np.ndarray | float) -> np.ndarray:
@@ -32,20 +31,16 @@ def _logit(p: np.ndarray | float) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def scaled_probabilities(logits: np.ndarray, kind: str, temperature: float = 1.0) -> np.ndarray:
-    z = np.asarray(logits, dtype=np.float64) / temperature
-    if kind == MULTI:
-        return 1.0 / (1.0 + np.exp(-z))
-    z = z - z.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
+def scaled_probabilities(logits: np.ndarray, kind: str | Objective, temperature: float = 1.0) -> np.ndarray:
+    """`kind`, here and below: the Objective, or its problem type's name."""
+    return objective_for(kind).calibrated(logits, temperature)
 
 
 @dataclass
 class DecisionRule:
     """What model/tuneloop.json's "decision" holds; the identity rule (T = 1, argmax, no abstain) by default."""
 
-    kind: str = SINGLE
+    kind: str = SingleLabel.kind             # the problem type's name (`problem`: its Objective)
     temperature: float = 1.0
     thresholds: list[float] | None = None    # binary: [t] on the positive class; multi-label: one per label
     positive: int = 1                        # binary: the class whose probability the threshold cuts
@@ -54,6 +49,11 @@ class DecisionRule:
     abstain_label: str = "abstain"
     fitted_on: str = ""                      # which rows the parts were fitted on, in words
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def problem(self) -> Objective:
+        """The Objective of `kind` (`objective` is what the thresholds were chosen for)."""
+        return objective_for(self.kind)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -75,78 +75,68 @@ class DecisionRule:
             cut = ", ".join(f"{t:.3g}" for t in self.thresholds)
             parts.append(f"threshold{'s' if len(self.thresholds) > 1 else ''} {cut} ({self.objective})")
         else:
-            parts.append("argmax" if self.kind == SINGLE else "cut-off 0.5")
+            parts.append(self.problem.decision_text)
         if self.abstain_below is not None:
             parts.append(f"{self.abstain_label} below {self.abstain_below:g}")
         return "; ".join(parts)
 
     def probabilities(self, logits: np.ndarray) -> np.ndarray:
-        return scaled_probabilities(logits, self.kind, self.temperature)
+        return self.problem.calibrated(logits, self.temperature)
 
     def decision_logits(self, logits: np.ndarray) -> np.ndarray:
         """Logits whose argmax (multi-label: sign) is the rule's decision; the metrics code takes them as they are."""
         z = np.asarray(logits, dtype=np.float64) / self.temperature
         if not self.thresholds:
             return z
-        if self.kind == MULTI:
-            return z - _logit(np.asarray(self.thresholds))
-        z = z.copy()
-        z[:, self.positive] -= _logit(self.thresholds[0])   # p ≥ t ⇔ z_pos - z_other ≥ logit(t), two classes
-        return z
+        return self.problem.shifted(z, _logit(np.asarray(self.thresholds)), self.positive)
 
     def predictions(self, logits: np.ndarray) -> np.ndarray:
-        z = self.decision_logits(logits)
-        return (z > 0).astype(np.int64) if self.kind == MULTI else z.argmax(-1)
+        return self.problem.predictions(self.decision_logits(logits))
 
     def abstains(self, logits: np.ndarray) -> np.ndarray:
         """True where the rule abstains."""
         if self.abstain_below is None:
             return np.zeros(len(logits), dtype=bool)
-        return confidence(self.probabilities(logits), self.predictions(logits), self.kind) < self.abstain_below
+        return self.problem.confidence(self.probabilities(logits), self.predictions(logits)) < self.abstain_below
 
 
-def confidence(probs: np.ndarray, predictions: np.ndarray, kind: str) -> np.ndarray:
+def confidence(probs: np.ndarray, predictions: np.ndarray, kind: str | Objective) -> np.ndarray:
     """The probability of the decided answer: of the predicted class (the top one under argmax); multi-label: of
     the decided side (p or 1 - p) of the least certain label."""
-    if kind == MULTI:
-        return np.where(predictions > 0, probs, 1 - probs).min(-1)
-    return probs[np.arange(len(probs)), predictions]
+    return objective_for(kind).confidence(probs, predictions)
 
 
 # ---------------------------------------------------------------------------------------------- temperature
-def nll(probs: np.ndarray, labels: np.ndarray, kind: str) -> float:
+def nll(probs: np.ndarray, labels: np.ndarray, kind: str | Objective) -> float:
     """Mean negative log-likelihood of the labels (multi-label: per (row, label), as binary cross-entropy)."""
-    if kind == MULTI:
-        return float(-np.mean(np.log(np.clip(np.where(labels > 0.5, probs, 1 - probs), 1e-12, 1))))
-    return float(-np.mean(np.log(np.clip(probs[np.arange(len(labels)), labels.astype(np.int64)], 1e-12, 1))))
+    return objective_for(kind).nll(probs, labels)
 
 
 TEMPERATURE_RANGE = (0.05, 20.0)
 
 
-def fit_temperature(logits: np.ndarray, labels: np.ndarray, kind: str) -> float:
+def fit_temperature(logits: np.ndarray, labels: np.ndarray, kind: str | Objective) -> float:
     """The T in TEMPERATURE_RANGE that minimises the NLL of softmax(logits / T) (a bounded 1-D search over log T)."""
     from scipy.optimize import minimize_scalar
 
+    objective = objective_for(kind)
+
     def loss(log_t: float) -> float:
-        return nll(scaled_probabilities(logits, kind, math.exp(log_t)), labels, kind)
+        return objective.nll(objective.calibrated(logits, math.exp(log_t)), labels)
 
     result = minimize_scalar(loss, bounds=tuple(math.log(t) for t in TEMPERATURE_RANGE), method="bounded",
                              options={"xatol": 1e-4})
     return float(math.exp(result.x))
 
 
-def _binned(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int):
+def _binned(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, bins: int):
     """(confidence, 1.0 where right, bin) per prediction: the top label (single-label), or every (row, label)
     probability as a binary prediction of "present" (multi-label)."""
-    if kind == MULTI:
-        conf, correct = probs.reshape(-1), (labels > 0.5).reshape(-1).astype(np.float64)
-    else:
-        conf, correct = probs.max(-1), (probs.argmax(-1) == labels.astype(np.int64)).astype(np.float64)
+    conf, correct = objective_for(kind).calibration_pairs(probs, labels)
     return conf, correct, np.minimum((conf * bins).astype(np.int64), bins - 1)
 
 
-def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> float:
+def ece(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, bins: int = 15) -> float:
     """Expected calibration error over `bins` equal-width bins: of the top-label confidence (single-label), or
     of every (row, label) probability taken as a binary prediction (multi-label)."""
     conf, correct, which = _binned(probs, labels, kind, bins)
@@ -158,7 +148,7 @@ def ece(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> flo
     return float(total)
 
 
-def reliability(probs: np.ndarray, labels: np.ndarray, kind: str, bins: int = 15) -> list[list[float]]:
+def reliability(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, bins: int = 15) -> list[list[float]]:
     """[bin centre, mean confidence, accuracy, rows] per non-empty bin: the reliability diagram's points."""
     conf, correct, which = _binned(probs, labels, kind, bins)
     return [[(b + 0.5) / bins, float(conf[which == b].mean()), float(correct[which == b].mean()),
@@ -201,30 +191,27 @@ def best_threshold(scores: np.ndarray, positive: np.ndarray, objective: str) -> 
     return float(cuts[int(np.argmax(value))]), met
 
 
-def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str, objective: str, positive: int = 1
+def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, objective: str, positive: int = 1
                    ) -> tuple[list[float], list[str]]:
     """Binary: [cut-off on the positive class]; multi-label: one per label. Returns (thresholds, warnings)."""
-    notes = []
-    if kind == MULTI:
-        columns = [(probs[:, k], labels[:, k] > 0.5) for k in range(probs.shape[1])]
-    else:
-        columns = [(probs[:, positive], labels.astype(np.int64) == positive)]
+    notes, problem = [], objective_for(kind)
+    columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T)
     cuts = []
     for k, (scores, positive) in enumerate(columns):
         cut, met = best_threshold(scores, positive, objective)
         if not met:
             notes.append(f"{objective} cannot be reached on the validation rows" +
-                         (f" for label {k}" if kind == MULTI else "") + "; the closest cut-off is used")
+                         (f" for label {k}" if problem.multi_label else "") + "; the closest cut-off is used")
         cuts.append(round(cut, 6))
     return cuts, notes
 
 
-def coverage_curve(probs: np.ndarray, labels: np.ndarray, kind: str, predictions: np.ndarray,
+def coverage_curve(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, predictions: np.ndarray,
                    levels=(0.0, *np.round(np.arange(0.5, 1.0, 0.05), 2))) -> list[list[float]]:
     """[abstain level, coverage, accuracy on the rows kept] for each level (multi-label accuracy: exact match);
     level 0 keeps every row."""
-    conf = confidence(probs, predictions, kind)
-    right = np.all(predictions == (labels > 0.5), -1) if kind == MULTI else predictions == labels.astype(np.int64)
+    objective = objective_for(kind)
+    conf, right = objective.confidence(probs, predictions), objective.correct(predictions, labels)
     out = []
     for level in levels:
         kept = conf >= level

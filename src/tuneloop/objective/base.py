@@ -118,6 +118,46 @@ class Objective:
     def logits_of(self, probs: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def predicted_from(self, probs: np.ndarray) -> np.ndarray:
+        """The default decision from probabilities instead of logits (the same answer `predictions` gives)."""
+        raise NotImplementedError
+
+    def classes_of(self, labels: np.ndarray) -> np.ndarray | None:
+        """Each row's one class, what a split stratifies by; None where a row has no one class."""
+        return None
+
+    def balanced_weights(self, labels: np.ndarray) -> np.ndarray:
+        """--class-weights balanced: the loss weights that even out the training rows' classes."""
+        raise NotImplementedError(f"{self.kind} has no classes")
+
+    def inverse_frequency(self, labels: np.ndarray) -> np.ndarray:
+        """--sampler balanced: each row's chance, so that each class is drawn about equally often."""
+        raise NotImplementedError(f"{self.kind} has no classes")
+
+    # -- the decision rule (decision/) -------------------------------------------------------------------------
+    decision_text = "argmax"        # the decision without thresholds, as a rule describes itself
+
+    def calibration_pairs(self, probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(confidence, 1.0 where right) of each prediction the calibration error counts."""
+        raise NotImplementedError(f"{self.kind} has no probabilities to calibrate")
+
+    def cut_scores(self, probs: np.ndarray, positive: int) -> np.ndarray:
+        """The probabilities a threshold rule cuts, one column per cut-off (binary: the positive class's)."""
+        raise NotImplementedError(f"{self.kind} has no thresholds")
+
+    def cut_targets(self, labels: np.ndarray, positive: int) -> np.ndarray:
+        """True where a row is on the positive side of each cut-off (columns as `cut_scores`)."""
+        raise NotImplementedError(f"{self.kind} has no thresholds")
+
+    def shifted(self, logits: np.ndarray, offsets: np.ndarray, positive: int) -> np.ndarray:
+        """Logits moved by the cut-offs' logits `offsets` so that the default decision on them is the thresholded
+        one (p >= t <=> logit(p) >= logit(t))."""
+        raise NotImplementedError(f"{self.kind} has no thresholds")
+
+    def decision_metrics(self, predictions: np.ndarray, labels: np.ndarray, positive: int = 1) -> dict:
+        """The figures tuned thresholds are compared by (results.json's at_default and at_tuned)."""
+        raise NotImplementedError(f"{self.kind} has no thresholds")
+
     def collapsed_to(self, logits: np.ndarray, labels: np.ndarray) -> int | None:
         """The one class predicted for every row when the rows hold two or more (a collapsed run); None."""
         return None

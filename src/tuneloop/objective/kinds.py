@@ -64,6 +64,53 @@ class SingleLabel(Objective):
     def counts(self, labels):
         return np.bincount(self.gold(labels), minlength=self.num_labels)
 
+    def predicted_from(self, probs):
+        return np.asarray(probs).argmax(-1)
+
+    def classes_of(self, labels):
+        return self.gold(labels)
+
+    def balanced_weights(self, labels):
+        """scikit-learn's "balanced" class weights; a class with no training row keeps 1 (it never weighs in)."""
+        from sklearn.utils.class_weight import compute_class_weight
+
+        present = np.flatnonzero(self.counts(labels))
+        weights = np.ones(self.num_labels)
+        weights[present] = compute_class_weight("balanced", classes=present, y=self.gold(labels))
+        return weights
+
+    def inverse_frequency(self, labels):
+        return 1.0 / self.counts(labels).astype(float)[self.gold(labels)]
+
+    def calibration_pairs(self, probs, labels):
+        """The top class of each row."""
+        return probs.max(-1), (probs.argmax(-1) == self.gold(labels)).astype(np.float64)
+
+    def cut_scores(self, probs, positive):
+        return probs[:, [positive]]
+
+    def cut_targets(self, labels, positive):
+        return (self.gold(labels) == positive)[:, None]
+
+    def shifted(self, logits, offsets, positive):
+        """Two classes: p_pos >= t <=> z_pos - z_other >= logit(t)."""
+        z = logits.copy()
+        z[:, positive] -= offsets[0]
+        return z
+
+    def decision_metrics(self, predictions, labels, positive=1):
+        """Accuracy and macro-F1; F1, precision and recall of the positive class with two classes."""
+        from sklearn.metrics import f1_score, precision_score, recall_score
+
+        y = self.gold(labels)
+        out = {"accuracy": float(np.mean(predictions == y)),
+               "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0)}
+        if len(np.unique(np.r_[y, predictions])) <= 2 and max(y.max(), predictions.max()) <= 1:
+            out.update(f1=f1_score(y, predictions, pos_label=positive, zero_division=0.0),
+                       precision=precision_score(y, predictions, pos_label=positive, zero_division=0.0),
+                       recall=recall_score(y, predictions, pos_label=positive, zero_division=0.0))
+        return out
+
     def collapsed_to(self, logits, labels):
         predicted = np.unique(np.asarray(logits).argmax(-1))
         return int(predicted[0]) if len(predicted) == 1 and len(np.unique(labels)) > 1 else None
@@ -116,6 +163,47 @@ class MultiLabel(Objective):
         labels = np.asarray(labels)
         return self.binarize(labels.reshape(len(labels), -1)).sum(axis=0).astype(np.int64)
 
+    def predicted_from(self, probs):
+        return self.binarize(probs).astype(np.int64)
+
+    def balanced_weights(self, labels):
+        """pos_weight: each label's negatives over its positives (1 for a label no row carries)."""
+        counts = self.counts(labels).astype(float)
+        return np.where(counts > 0, (len(labels) - counts) / np.maximum(counts, 1), 1.0)
+
+    def inverse_frequency(self, labels):
+        """The mean over a row's labels; rows with none count as a class of their own."""
+        labels = np.asarray(labels)
+        counts, rows = self.counts(labels).astype(float), self.binarize(labels.reshape(len(labels), -1))
+        empty = ~rows.any(axis=1)
+        inverse = np.where(rows, 1.0 / np.maximum(counts, 1), 0.0).sum(axis=1) / np.maximum(rows.sum(axis=1), 1)
+        return np.where(empty, 1.0 / max(int(empty.sum()), 1), inverse)
+
+    decision_text = f"cut-off {MULTI_LABEL_CUT:g}"
+
+    def calibration_pairs(self, probs, labels):
+        """Every (row, label) probability, as a prediction that the label is present."""
+        return probs.reshape(-1), self.binarize(labels).reshape(-1).astype(np.float64)
+
+    def cut_scores(self, probs, positive):
+        return probs
+
+    def cut_targets(self, labels, positive):
+        return self.binarize(labels)
+
+    def shifted(self, logits, offsets, positive):
+        return logits - offsets
+
+    def decision_metrics(self, predictions, labels, positive=1):
+        """Micro and macro F1, micro precision and recall over the labels."""
+        from sklearn.metrics import f1_score, precision_score, recall_score
+
+        y = self.gold(labels)
+        return {"f1_micro": f1_score(y, predictions, average="micro", zero_division=0.0),
+                "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0),
+                "precision_micro": precision_score(y, predictions, average="micro", zero_division=0.0),
+                "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0)}
+
     def name(self, value, schema):
         return schema.separator_join([n for n, on in zip(schema.names, self.binarize(value)) if on])
 
@@ -157,7 +245,9 @@ assert tuple(KINDS) == PROBLEM_TYPES
 
 def objective_for(labels, weights=None) -> Objective:
     """The objective of a label schema (anything with `problem_type` and `num_labels`) or of a problem type's
-    name; `weights` as `Objective` takes them."""
+    name; `weights` as `Objective` takes them. An objective passes through as it is (without weights)."""
+    if isinstance(labels, Objective) and weights is None:
+        return labels
     if isinstance(labels, str):
         return KINDS[labels](1, weights)
     return KINDS[labels.problem_type](labels.num_labels, weights)
