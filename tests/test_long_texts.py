@@ -15,6 +15,7 @@ import tuneloop
 from tuneloop import ConfigError, TrainConfig
 from tuneloop.data.long_texts import TextPolicy, cut, kept, split_budget, window_starts
 from tuneloop.evaluation.metrics import pool_windows
+from tuneloop.objective import objective_for
 
 
 def test_budget_is_taken_from_the_longer_text_first():
@@ -73,17 +74,20 @@ def test_pair_windows_window_the_longer_text_and_keep_the_other(tiny_model):
     assert set(seen) == set(FILLER[:40])                                        # nothing of the text is lost
 
 
+SINGLE = objective_for("single_label_classification")
+
+
 def test_windows_pool_back_to_one_row_per_document():
     logits = np.log(np.array([[0.9, 0.1], [0.5, 0.5], [0.2, 0.8], [0.3, 0.7]], dtype=np.float32))
     labels = np.array([1, 0, 1, 0])                   # the windows of a document share its label
     docs = np.array([7, 3, 7, 3])
-    pooled, pooled_labels, unique = pool_windows(logits, labels, docs, "single_label_classification")
+    pooled, pooled_labels, unique = pool_windows(logits, labels, docs, SINGLE)
     assert list(unique) == [3, 7] and list(pooled_labels) == [0, 1]
     probs = np.exp(pooled)
     assert np.allclose(probs, [[0.4, 0.6], [0.55, 0.45]], atol=1e-6)
-    maxed = np.exp(pool_windows(logits, labels, docs, "single_label_classification", "max")[0])
+    maxed = np.exp(pool_windows(logits, labels, docs, SINGLE, "max")[0])
     assert np.allclose(maxed[1], np.array([0.9, 0.8]) / 1.7, atol=1e-6)
-    single, _, _ = pool_windows(logits[:2], labels[:2], np.array([1, 0]), "single_label_classification")
+    single, _, _ = pool_windows(logits[:2], labels[:2], np.array([1, 0]), SINGLE)
     assert np.array_equal(single, logits[[1, 0]])                              # one window: logits unchanged
 
 
