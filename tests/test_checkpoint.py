@@ -283,3 +283,17 @@ def test_a_full_disk_while_checkpointing_is_one_line_and_spares_earlier_checkpoi
     assert [p.name for p in kept] == ["step-0000010"]                # the first one, complete and loadable
     assert not any(p.name.endswith(".tmp") for p in (out / "checkpoints").iterdir())
     assert main(["train", "--output-dir", str(out), "--resume", "--quiet"]) == 0      # space back: it resumes
+
+
+def test_a_resume_may_change_exactly_the_options_declared_resumable():
+    from tuneloop.config.options import with_trait
+    from tuneloop.training.checkpoint import incompatible_changes
+
+    resumable = set(with_trait("resumable"))
+    assert {"eval_every", "attention", "validation_file", "chosen"} <= resumable and "lr" not in resumable
+    saved = TrainConfig(small_data="off", setfit_pooling="mean").to_dict()   # decided, as a checkpoint's are
+    for name in saved:
+        refused = incompatible_changes(saved, {**saved, name: "changed"})
+        assert bool(refused) == (name not in resumable), name
+    undecided = {**saved, **{n: "changed" for n in with_trait("small_data")}, "small_data": "auto"}
+    assert incompatible_changes(saved, undecided) == []     # auto's options are decided from the data, then checked

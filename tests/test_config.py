@@ -206,3 +206,74 @@ def test_example_configs_are_valid_options():
         options = read_yaml_options(path)
         config = TrainConfig(**{k: v for k, v in options.items() if not k.endswith(("_dir", "_file"))})
         config.validate()
+
+
+def test_train_config_is_the_data_options_then_the_rest_in_order():
+    import dataclasses
+
+    from tuneloop.config.data_options import DataOptions
+
+    data = [f.name for f in dataclasses.fields(DataOptions)]
+    every = [f.name for f in dataclasses.fields(TrainConfig)]
+    assert every[:len(data)] == data and list(TrainConfig().to_dict())[:len(data)] == data     # config.yaml's order
+    assert data == [f.name for f in dataclasses.fields(TrainConfig) if f.metadata["group"] == "data"]
+    message = r"--text-columns: give one or two column names separated by a comma"
+    for options in (DataOptions, TrainConfig):           # the same check and message, with or without the rest
+        with pytest.raises(ConfigError, match=message):
+            options(text_columns=["a", "b", "c"]).validate()
+
+
+def test_each_command_takes_the_options_declared_for_it(capsys):
+    import dataclasses
+
+    from tuneloop.cli import build_parser
+    from tuneloop.config.options import with_trait
+
+    for f in dataclasses.fields(TrainConfig):
+        assert "train" in f.metadata["commands"] and set(f.metadata["commands"]) <= {"train", "evaluate", "search"}
+        assert f.metadata["sklearn"] in (None, "own"), f.name
+    evaluate = with_trait("commands", "evaluate")
+    assert {"max_eval_samples", "eval_batch_size", "validation_file"} <= set(evaluate) and "lr" not in evaluate
+    parser = build_parser()
+    ns = parser.parse_args(["evaluate", "--model", "m", "--max-eval-samples", "3", "--eval-batch-size", "2"])
+    assert (ns.max_eval_samples, ns.eval_batch_size) == (3, 2)
+    for argv in (["evaluate", "--model", "m", "--lr", "1e-4"], ["search", "--space", "s.yaml", "--folds", "3"]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+    assert "folds" not in with_trait("commands", "search") and "lr" in with_trait("commands", "search")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    shown = capsys.readouterr().out
+    assert all(f"--{name.replace('_', '-')} " in shown for name in with_trait("common"))
+    assert "--split-seed" not in shown and "split_seed" not in with_trait("common")
+
+
+class SavedModel:
+    """What data_config_for reads of a Classifier: its tuneloop.json and folder."""
+
+    path = "model"
+
+    def __init__(self, validation_file):
+        self.metadata = {"task": None, "text_policy": {"max_length": 64, "truncation": "tail"},
+                         "data": {"validation_file": str(validation_file), "text_columns": ["text"]}}
+
+
+def test_evaluate_takes_data_options_and_nothing_of_training(tmp_path):
+    import dataclasses
+
+    from tuneloop.config.data_options import DataOptions
+    from tuneloop.predict.evaluate import data_config_for
+
+    dev = tmp_path / "dev.csv"
+    dev.write_text("text,label\na,0\n")
+    options = data_config_for(SavedModel(dev), {"max_eval_samples": 5, "eval_batch_size": 4, "quiet": True})
+    assert type(options) is DataOptions and not hasattr(options, "lr") and not hasattr(options, "eval_batch_size")
+    assert (options.validation_file, options.text_columns, options.max_length, options.truncation,
+            options.max_eval_samples) == (str(dev), ["text"], 64, "tail", 5)
+    assert not {f.name for f in dataclasses.fields(options)} & {"model", "epochs", "lr", "seed", "output_dir"}
+    with pytest.raises(ConfigError, match="--eval-batch-size: must be at least 1, got 0"):
+        data_config_for(SavedModel(dev), {"eval_batch_size": 0})
+    with pytest.raises(ConfigError, match="--max-eval-samples: must be at least 1, got 0"):
+        data_config_for(SavedModel(dev), {"max_eval_samples": 0})
+    with pytest.raises(TypeError, match="not lr"):
+        data_config_for(SavedModel(dev), {"lr": 1e-4})

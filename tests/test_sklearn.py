@@ -210,3 +210,14 @@ def test_import_tuneloop_stays_light_and_the_module_gets_scikit_learn():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["[]", "True", "False"]
+
+
+def test_the_options_declared_the_estimators_own_are_refused_in_options():
+    from tuneloop.config.options import with_trait
+
+    own = with_trait("sklearn", "own")
+    assert {"train_file", "validation_file", "text_columns", "output_dir", "problem_type"} <= set(own)
+    for name in own:
+        with pytest.raises(ConfigError, match=f"'{name}' is the estimator's own"):
+            TuneloopClassifier(options={name: "x"})._train_options()
+    assert TuneloopClassifier(options={"calibrate": "none"})._train_options()["calibrate"] == "none"

@@ -102,3 +102,14 @@ def test_a_small_run_records_the_settings_and_off_keeps_the_usual_ones(tiny_mode
 def test_a_bad_value_is_one_line(value):
     with pytest.raises(tuneloop.ConfigError, match="--small-data: unknown value 'sometimes'"):
         resolve_config(machine=False, small_data=value)
+
+
+def test_what_the_rule_changes_is_what_the_options_declare_it_may():
+    from tuneloop.config.options import with_trait
+
+    changed = set()
+    for options in ({}, {"recipe": "fast"}):
+        before = resolve_config(machine=False, **options)
+        after = small_data.adapt(before, 400, SINGLE)
+        changed |= {k for k, v in after.to_dict().items() if v != before.to_dict()[k]}
+    assert changed == set(with_trait("small_data")) == set(small_data.DECIDES)

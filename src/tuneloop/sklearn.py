@@ -25,9 +25,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-# options the estimator decides itself: the data and the run folder come from fit, the problem type from the class
-OWN_OPTIONS = ("train_file", "validation_file", "test_file", "output_dir", "problem_type", "data_dir", "task",
-               "text_columns", "label_column")
+from tuneloop.config.options import with_trait
+
+# options the estimator decides itself (`sklearn="own"` in the options): the data and the run folder come from fit,
+# the problem type from the class
+OWN_OPTIONS = with_trait("sklearn", "own")
 
 
 def as_texts(X, name: str = "X") -> list:

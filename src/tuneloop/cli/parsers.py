@@ -4,10 +4,9 @@ come from TrainConfig through config/flags.py)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 
 from ..config.flags import COMMON, add_config_arguments
-from ..config.options import PRECISIONS, PRUNERS, TrainConfig
+from ..config.options import PRECISIONS, PRUNERS, with_trait
 from ..version import __version__
 
 # predict's and serve's --precision (predict/classifier.py)
@@ -15,25 +14,11 @@ PRECISION_HELP = ("PyTorch backend: bf16 matrix products (fp32 accumulation; pro
                   "the rows/s of fp32 on CPUs with AMX and no gain without; auto: bf16 where the CPU has AMX, fp32 "
                   "elsewhere")
 
-# a search's trials take every training option but those of experiments and resuming (the search has its own)
-SEARCH_OPTIONS = tuple(
-    f.name
-    for f in dataclasses.fields(TrainConfig)
-    if f.name not in ("resume", "seeds", "num_seeds", "folds", "fold", "keep", "retry_collapsed", "dry_run")
-)
-EVAL_OPTIONS = (
-    "task",
-    "data_dir",
-    "validation_file",
-    "text_columns",
-    "label_column",
-    "max_length",
-    "max_eval_samples",
-    "eval_batch_size",
-    "cpu",
-    "quiet",
-    "num_proc",
-)
+# each option names the commands that take it (`commands` in the options): `train` takes every one, a search's
+# trials all but those of experiments and resuming (the search has its own), evaluate the data it reads
+TRAIN_OPTIONS = with_trait("commands", "train")
+SEARCH_OPTIONS = with_trait("commands", "search")
+EVAL_OPTIONS = with_trait("commands", "evaluate")
 
 
 def _formatter(prog):
@@ -80,7 +65,7 @@ def add_train(sub, full_help: bool = False) -> None:
     )
     p.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
     p.add_argument("--help-all", action="store_true", help="show every option and exit")
-    add_config_arguments(p, listed=None if full_help else COMMON)
+    add_config_arguments(p, only=TRAIN_OPTIONS, listed=None if full_help else COMMON)
 
 
 def add_evaluate(sub) -> None:

@@ -8,15 +8,11 @@ import dataclasses
 from typing import Any
 
 from ..exceptions import ConfigError
-from .options import GROUPS, TrainConfig
+from .options import GROUPS, TrainConfig, with_trait
 from .parsing import coerce, field_type
 
-
 # what `tuneloop train --help` shows; `--help-all` shows every option (all of them parse either way)
-COMMON = ("task", "data_dir", "train_file", "validation_file", "test_file", "text_columns", "label_column", "model",
-          "lora", "max_length", "windows", "epochs", "batch_size", "lr", "class_weights", "recipe", "seed",
-          "decision", "abstain_below", "seeds", "folds", "output_dir", "overwrite", "resume", "save_every",
-          "predict_test", "cpu", "quiet", "dry_run")
+COMMON = with_trait("common")
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only: tuple[str, ...] | None = None,

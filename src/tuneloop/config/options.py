@@ -2,8 +2,10 @@
 
 Every option is a dataclass field; its metadata (help text, group, choices) builds the command line, so a
 flag, a YAML key and a keyword argument are always the same thing: `--max-length 128` on the command line,
-`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Turning the layers (defaults < preset <
-YAML < flags / keywords) into the final config is resolve.py's job.
+`max_length: 128` in YAML, `TrainConfig(max_length=128)` in Python. Its traits (fields.opt) say what other modules
+need to know of it, such as whether a --resume may change it: `with_trait` lists the options that have one. The data
+options are a section of their own (data_options.DataOptions, which TrainConfig inherits). Turning the layers
+(defaults < preset < YAML < flags / keywords) into the final config is resolve.py's job.
 """
 
 from __future__ import annotations
@@ -12,24 +14,21 @@ import dataclasses
 import importlib.util
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
 
-from ..exceptions import ConfigError
-from ..tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
+from .data_options import POOLING, PROBLEM_TYPES, TRUNCATION, DataOptions  # noqa: F401  (the choices, here too)
+from .fields import GROUPS, TRAIN_ONLY, WITH_EVALUATE, having, need, need_choices, opt  # noqa: F401
 from .parsing import eval_every_parts, parse_objective, read_options_file
 
 PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
-PROBLEM_TYPES = ("auto", *_KNOWN_PROBLEM_TYPES)
 MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
 ATTENTION = ("auto", "sdpa", "eager", "chunked")
 COMPILE = ("auto", "no", "default", "reduce-overhead", "max-autotune", "aot_eager")
 SAMPLERS = ("random", "balanced")
-TRUNCATION = ("head", "tail", "head+tail")            # data/long_texts.py
-POOLING = ("mean", "max")
 SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
               "inverse_sqrt")
 TRACKERS = ("none", "tensorboard", "wandb", "mlflow", "comet_ml", "all")
@@ -44,75 +43,25 @@ DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
 PRECISIONS = ("auto", "fp32", "bf16")    # a loaded model (predict/classifier.py): `auto` is bf16 on CPUs with AMX
-DATA_FILES = ("train_file", "validation_file", "test_file")   # a path, or a table from Python (data/memory.py)
-FROM_PYTHON = ("train=", "validation=", "test=")              # how such a table is recorded (Table.__str__)
-GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
-
-
-def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,
-        cli: bool = True, nargs: str | None = None, const: Any = None):
-    return field(default=default, metadata=dict(help=help, group=group, choices=choices, metavar=metavar, cli=cli,
-                                                 nargs=nargs, const=const))
 
 
 @dataclass
-class TrainConfig:
-    # data
-    task: Optional[str] = opt(None, "GLUE task name (see `tuneloop tasks`); with no data options, the built-in "
-                              "MRPC-style sample is used", "data", metavar="NAME")
-    data_dir: Optional[str] = opt(None, "folder with the task's files exactly as GLUE ships them (train.tsv, dev.tsv, "
-                                  "test.tsv); without it and without --train-file a GLUE task is read from the Hub",
-                                  "data", metavar="DIR")
-    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl or .parquet", "data",
-                                    metavar="FILE")
-    validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE")
-    test_file: Optional[str] = opt(None, "your unlabeled test data, for --predict-test", "data", metavar="FILE")
-    text_columns: Optional[list[str]] = opt(None, "one or two text columns, comma-separated (detected when "
-                                            "omitted: sentence1,sentence2 / question1,question2 / premise,hypothesis "
-                                            "/ question,sentence / text / sentence ...)", "data", metavar="A[,B]")
-    label_column: Optional[str] = opt(None, "label column (detected when omitted: label, labels, score, ...)",
-                                      "data", metavar="NAME")
-    problem_type: str = opt("auto", "what the labels are; auto: float labels → regression, lists or "
-                            "--label-separator → multi-label, otherwise single-label classes", "data", PROBLEM_TYPES)
-    label_separator: Optional[str] = opt(None, "split string labels on this to get multi-label targets, e.g. ','",
-                                         "data", metavar="SEP")
-    max_length: Optional[int] = opt(None, "truncate inputs to this many tokens (default: the tokenizer's maximum)",
-                                    "data", metavar="N")
-    truncation: str = opt("head", "which tokens of a text longer than --max-length are kept: head (the first), "
-                          "tail (the last), or head+tail (a quarter from the start, the rest from the end: best for "
-                          "long texts in Sun et al. 2019); the saved model applies it in evaluate and predict too",
-                          "data", TRUNCATION)
-    windows: Optional[int] = opt(None, "read long texts whole, in overlapping windows of --max-length sharing this "
-                                 "many tokens (transformers' stride): each window trains as a row with its text's "
-                                 "label; predictions are pooled back to one per text", "data", metavar="OVERLAP")
-    window_pooling: str = opt("mean", "how --windows predictions become one per text: the mean of the windows' "
-                              "probabilities, or each class's max", "data", POOLING)
-    pad_to_max_length: bool = opt(False, "pad every batch to --max-length (fixed shapes for TPUs / compiled graphs) "
-                                  "instead of padding each batch to its longest example", "data")
-    max_train_samples: Optional[int] = opt(None, "use only the first N training examples (quick runs)", "data",
-                                           metavar="N")
-    max_eval_samples: Optional[int] = opt(None, "use only the first N examples of each evaluation split", "data",
-                                          metavar="N")
-    num_proc: Optional[int] = opt(None, "processes for tokenization (default: automatic by data size)", "data",
-                                  metavar="N")
-    validation_split: float = opt(0.1, "with --train-file and no --validation-file: hold out this fraction of the "
-                                  "training rows for validation, stratified (by label; quantile bins for regression; "
-                                  "label sets for multi-label) and recorded in the run folder (split.json)", "data",
-                                  metavar="F")
-    split_seed: int = opt(42, "seed of the held-out validation split (kept apart from --seed, so runs with other "
-                          "seeds are scored on the same rows)", "data", metavar="N")
+class TrainConfig(DataOptions):
+    # data: the fields of DataOptions (data_options.py) come first
     # model
     model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
-                     "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR")
+                     "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR", common=True)
     attention: str = opt("auto", "how attention is computed: sdpa or eager (transformers' own), chunked (tuneloop's, "
                          "1.5-5.9x faster on CPUs for texts up to 128 tokens, the same results). auto: the fastest "
-                         "this model supports here", "model", ATTENTION)
+                         "this model supports here", "model", ATTENTION,
+                         resumable=True)      # kernels of one function (auto is decided when the model loads)
     freeze_embeddings: bool = opt(False, "do not train the word embeddings (about half of a small encoder's "
                                   "weights): faster steps, usually the same accuracy", "model")
     dropout: Optional[float] = opt(None, "set every dropout probability of the model to P (default: the model's "
                                    "own, 0.1 for BERT-style encoders)", "model", metavar="P")
     lora: bool = opt(False, "train LoRA adapters (peft) instead of every weight; the new classification head is "
-                     "trained and saved in full; model/ holds the adapter (export and serve merge it)", "model")
+                     "trained and saved in full; model/ holds the adapter (export and serve merge it)", "model",
+                     common=True)
     lora_r: int = opt(8, "--lora: rank of the adapters", "model", metavar="R")
     lora_alpha: float = opt(16.0, "--lora: scaling alpha (the update is scaled by alpha / r)", "model", metavar="A")
     lora_dropout: float = opt(0.05, "--lora: dropout on the adapters' input", "model", metavar="P")
@@ -122,21 +71,22 @@ class TrainConfig:
     fast_dropout: bool = opt(True, "on the CPU, a cheaper random draw for dropout (the rate rounded to 1/65536): "
                              "3-10% faster steps", "model")
     # training
-    epochs: int = opt(3, "passes over the training data", "training", metavar="N")
+    epochs: int = opt(3, "passes over the training data", "training", metavar="N", common=True, small_data=True)
     max_steps: Optional[int] = opt(None, "stop after N optimizer steps (overrides --epochs)", "training", metavar="N")
-    batch_size: int = opt(8, "training examples per device per step", "training", metavar="N")
-    lr: float = opt(5e-5, "peak learning rate of AdamW", "training", metavar="LR")
+    batch_size: int = opt(8, "training examples per device per step", "training", metavar="N", common=True)
+    lr: float = opt(5e-5, "peak learning rate of AdamW", "training", metavar="LR", common=True, small_data=True)
     weight_decay: float = opt(0.01, "AdamW weight decay (never applied to biases and LayerNorm weights)",
                               "training", metavar="W")
     lr_scheduler: str = opt("linear", "learning-rate schedule (transformers.get_scheduler)", "training", SCHEDULERS)
     warmup_steps: int = opt(0, "linear warmup over this many optimizer steps", "training", metavar="N")
     warmup_ratio: float = opt(0.0, "warmup over this fraction of all steps (instead of --warmup-steps)",
-                              "training", metavar="R")
+                              "training", metavar="R", small_data=True)
     max_grad_norm: Optional[float] = opt(None, "clip the gradient norm to this (off by default, as in the course "
                                          "chapter; costs about 10% of a CPU step)", "training", metavar="X")
     class_weights: str = opt("none", "weigh the loss by class: none, balanced (n_samples / (n_classes * count), "
                              "scikit-learn's formula; per-label pos_weight = negatives / positives for multi-label), "
-                             "or a JSON file of label: weight", "training", metavar="none|balanced|FILE")
+                             "or a JSON file of label: weight", "training", metavar="none|balanced|FILE",
+                             common=True)
     sampler: str = opt("random", "training order: random, or balanced (rows drawn with replacement so that every "
                        "class is seen about equally often; seeded per epoch and length-grouped like random)",
                        "training", SAMPLERS)
@@ -149,16 +99,16 @@ class TrainConfig:
     compile: str = opt("auto", "torch.compile the model (each repeated layer once, lengths padded to buckets): "
                        "default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (a check without code "
                        "generation), no. auto: no (measured slower at these batch sizes, on CPUs and an H100)",
-                       "training", COMPILE)
+                       "training", COMPILE, resumable=True)
     dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
                                             "pinned memory and copies that do not block; 0 on CPUs, whose cores "
-                                            "train)", "training", metavar="N")
+                                            "train)", "training", metavar="N", resumable=True)
     recipe: str = opt("none", "a preset of options (tuneloop/presets/NAME.yaml) under your own; fast: settings "
                       "chosen for time-to-quality (batch 32, lr 1e-4 with 10% warmup, 2 epochs, no dropout, frozen "
-                      "word embeddings, evaluation 4 times per epoch)", "training", RECIPES)
+                      "word embeddings, evaluation 4 times per epoch)", "training", RECIPES, common=True)
     small_data: str = opt("auto", "settings for small training sets (more steps, warmup, a smaller learning rate; "
                           "see the small-data guide): auto applies them below the measured size where runs collapse "
-                          "and config.yaml records on or off; on, off", "training", SMALL_DATA)
+                          "and config.yaml records on or off; on, off", "training", SMALL_DATA, small_data=True)
     method: str = opt("finetune", "finetune (the training loop trains every weight) or setfit (few labelled rows per "
                       "class: the body trained on pairs of rows, then a logistic-regression head)", "training", METHODS)
     setfit_iterations: int = opt(20, "--method setfit: rounds of pairs (2 per row a round)", "training", metavar="N")
@@ -174,76 +124,91 @@ class TrainConfig:
                               SETFIT_POOLINGS)
     group_by_length: bool = opt(True, "batch examples of similar length together (less padding; the order is "
                                 "still random and fixed by --seed and the epoch)", "training")
-    seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N")
-    cpu: bool = opt(False, "train on the CPU even when a GPU is present", "training")
+    seed: int = opt(42, "random seed for weights of the new head, data order and dropout", "training", metavar="N",
+                    common=True)
+    cpu: bool = opt(False, "train on the CPU even when a GPU is present", "training", commands=WITH_EVALUATE,
+                    common=True)
     # evaluation
-    eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N")
+    eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N",
+                               commands=WITH_EVALUATE, resumable=True)
     eval_every: Optional[str] = opt(None, "also evaluate every N optimizer steps, or K times per epoch with K/epoch "
-                                    "(always after each epoch)", "evaluation", metavar="N|K/epoch")
-    predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation")
+                                    "(always after each epoch)", "evaluation", metavar="N|K/epoch", resumable=True,
+                                    small_data=True)
+    predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation",
+                             common=True, resumable=True)
     baseline: str = opt("tfidf", "a classical baseline scored beside the model on the same rows and metrics: tfidf "
                         "(word and character n-grams + logistic regression, scikit-learn; seconds of CPU) or none",
-                        "evaluation", BASELINES)
+                        "evaluation", BASELINES, resumable=True)
     metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
                                          "task's main metric; `loss` means lowest eval loss)", "evaluation",
-                                         metavar="METRIC")
+                                         metavar="METRIC", resumable=True)
     early_stopping_patience: Optional[int] = opt(None, "stop after N evaluations without improvement of "
-                                                 "--metric-for-best", "evaluation", metavar="N")
+                                                 "--metric-for-best", "evaluation", metavar="N", resumable=True)
     # decision: fitted on the validation outputs after training, saved with the model, applied by evaluate/predict
     calibrate: str = opt("temperature", "after training, fit a temperature on the validation logits (minimising "
                          "NLL) so that the probabilities mean what they say; none: raw softmax/sigmoid", "decision",
-                         CALIBRATION)
+                         CALIBRATION, resumable=True)
     decision: str = opt("argmax", "how probabilities become labels: argmax (multi-label: 0.5 per label), or "
                         "threshold: one cut-off on the positive class's probability (binary tasks) or one per label "
                         "(multi-label), chosen on the validation rows for --optimize-threshold-for", "decision",
-                        DECISIONS)
+                        DECISIONS, common=True, resumable=True)
     optimize_threshold_for: str = opt("f1", "what --decision threshold maximises: f1 (of the positive class; of each "
                                       "label), macro-f1, precision@R (the best precision at recall >= R) or "
                                       "recall@P (the best recall at precision >= P)", "decision",
-                                      metavar="f1|macro-f1|precision@R|recall@P")
+                                      metavar="f1|macro-f1|precision@R|recall@P", resumable=True)
     positive_label: Optional[str] = opt(None, "binary tasks: the class whose probability --decision threshold cuts and "
                                         "whose F1/precision/recall it optimises (default: the second label, e.g. 1 "
-                                        "or `yes`)", "decision", metavar="LABEL")
+                                        "or `yes`)", "decision", metavar="LABEL", resumable=True)
     abstain_below: Optional[float] = opt(None, "predict --abstain-label instead when the calibrated probability of "
                                          "the predicted answer is under P (report.html plots coverage against "
-                                         "accuracy to choose P)", "decision", metavar="P")
-    abstain_label: str = opt("abstain", "what an abstained prediction says", "decision", metavar="LABEL")
+                                         "accuracy to choose P)", "decision", metavar="P", common=True,
+                                         resumable=True)
+    abstain_label: str = opt("abstain", "what an abstained prediction says", "decision", metavar="LABEL",
+                             resumable=True)
     # experiment (experiments/runs.py): several runs of this configuration, summarised
     seeds: Optional[list[int]] = opt(None, "run once per seed into OUT/seed-<s>/ and summarise (mean ± std, 95% "
                                      "interval) in OUT/summary.json and summary.html", "experiment", metavar="N",
-                                     nargs="+")
+                                     nargs="+", common=True, commands=TRAIN_ONLY)
     num_seeds: Optional[int] = opt(None, "run N seeds: --seed, --seed + 1, ... (like --seeds)", "experiment",
-                                   metavar="N")
+                                   metavar="N", commands=TRAIN_ONLY)
     folds: Optional[int] = opt(None, "k-fold cross-validation over the training file: K runs into OUT/fold-<k>/, each "
                                "validated on one fold (stratified like --validation-split), summarised, with "
-                               "out-of-fold predictions for every training row", "experiment", metavar="K")
-    fold: Optional[int] = opt(None, "run only fold k (1..K) of --folds K", "experiment", metavar="k")
+                               "out-of-fold predictions for every training row", "experiment", metavar="K",
+                               commands=TRAIN_ONLY, common=True)
+    fold: Optional[int] = opt(None, "run only fold k (1..K) of --folds K", "experiment", metavar="k",
+                              commands=TRAIN_ONLY)
     keep: str = opt("best", "which runs' models an experiment keeps: best (copied to OUT/model; the others' "
-                    "model folders are removed) or all", "experiment", KEEP)
+                    "model folders are removed) or all", "experiment", KEEP, commands=TRAIN_ONLY)
     retry_collapsed: bool = opt(False, "rerun a seed whose model predicts a single class on validation, with the "
-                                "next unused seed", "experiment")
+                                "next unused seed", "experiment", commands=TRAIN_ONLY)
     # checkpointing
     save_every: Optional[str] = opt(None, "save a resumable checkpoint every N optimizer steps, or `epoch`",
-                                    "checkpointing", metavar="N|epoch")
-    keep_last: int = opt(3, "keep only the newest K checkpoints", "checkpointing", metavar="K")
+                                    "checkpointing", metavar="N|epoch", common=True, resumable=True)
+    keep_last: int = opt(3, "keep only the newest K checkpoints", "checkpointing", metavar="K", resumable=True)
     resume: Optional[str] = opt(None, "continue the run in --output-dir from its newest complete checkpoint (or from "
-                                "checkpoint folder PATH)", "checkpointing", metavar="PATH", nargs="?", const="latest")
+                                "checkpoint folder PATH)", "checkpointing", metavar="PATH", nargs="?", const="latest",
+                                commands=TRAIN_ONLY, common=True, resumable=True)
     skip_nonfinite_batches: bool = opt(False, "skip batches whose loss is NaN/inf instead of stopping the run (checks "
-                                       "every step, which costs a host sync)", "checkpointing")
+                                       "every step, which costs a host sync)", "checkpointing", resumable=True)
     # output
-    output_dir: Optional[str] = opt(None, "run folder (default: runs/<task>-<timestamp>)", "output", metavar="DIR")
-    overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output")
-    log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N")
-    report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS)
+    output_dir: Optional[str] = opt(None, "run folder (default: runs/<task>-<timestamp>)", "output", metavar="DIR",
+                                    common=True, resumable=True, sklearn="own")
+    overwrite: bool = opt(False, "replace the outputs of an earlier run in --output-dir", "output", common=True,
+                          resumable=True)
+    log_every: int = opt(10, "log training loss and learning rate every N optimizer steps", "output", metavar="N",
+                         resumable=True)
+    report_to: str = opt("none", "also log to these trackers through Accelerate", "output", TRACKERS, resumable=True)
     report: bool = opt(True, "write report.html and its plots when the run ends (about 2 s; `tuneloop report RUN` "
-                       "writes them any time later)", "output")
-    quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output")
+                       "writes them any time later)", "output", resumable=True)
+    quiet: bool = opt(False, "no progress bars, only warnings and the final summary", "output",
+                      commands=WITH_EVALUATE, common=True, resumable=True)
     chosen: Optional[list[str]] = opt(None, "the options this run's user set (flags, keywords, --config, the "
                                       "config.yaml of a resumed run): settings tuneloop decides by the data "
                                       "(--small-data) leave them alone; filled in by resolve_config", "output",
-                                      cli=False)
+                                      cli=False, resumable=True)
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
-                        "forward pass's loss, then exit without training or writing anything", "output")
+                        "forward pass's loss, then exit without training or writing anything", "output",
+                        commands=TRAIN_ONLY, common=True, resumable=True)
 
     @property
     def compiled(self) -> bool:
@@ -252,12 +217,9 @@ class TrainConfig:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "TrainConfig":
-        """Check every option before any work starts; raise ConfigError naming the option."""
+        """Check every option before any work starts; raise ConfigError naming the option (the data options:
+        DataOptions.validate)."""
         from ..tasks import TASKS, possible_metrics, unknown_metric_message
-
-        def need(cond: bool, flag: str, msg: str):
-            if not cond:
-                raise ConfigError(f"--{flag.replace('_', '-')}: {msg}")
 
         for name, value in (("lr", self.lr), ("setfit_lr", self.setfit_lr)):
             need(math.isfinite(value) and value > 0, name, f"must be a positive number, got {value}")
@@ -282,8 +244,6 @@ class TrainConfig:
         if self.max_grad_norm is not None:
             need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
         need(self.keep_last >= 1, "keep_last", f"must be at least 1, got {self.keep_last}")
-        need(0 < self.validation_split < 1, "validation_split",
-             f"must be a fraction between 0 and 1 (exclusive), got {self.validation_split}")
         if self.class_weights not in ("none", "balanced"):
             need(Path(self.class_weights).is_file(), "class_weights",
                  f"{self.class_weights!r} is neither none, balanced nor an existing JSON file of label: weight")
@@ -293,10 +253,9 @@ class TrainConfig:
         if self.eval_every is not None:
             need(eval_every_parts(self.eval_every) is not None, "eval_every",
                  f"must be a number of steps (>= 1) or K/epoch (K >= 1), got {self.eval_every!r}")
-        for name in ("max_length", "max_train_samples", "max_eval_samples", "num_proc", "early_stopping_patience"):
-            value = getattr(self, name)
-            if value is not None:
-                need(value >= 1, name, f"must be at least 1, got {value}")
+        if self.early_stopping_patience is not None:
+            need(self.early_stopping_patience >= 1, "early_stopping_patience",
+                 f"must be at least 1, got {self.early_stopping_patience}")
         try:
             parse_objective(self.optimize_threshold_for)
         except ValueError as e:
@@ -314,62 +273,25 @@ class TrainConfig:
             need(self.fold is None or 1 <= self.fold <= self.folds, "fold", f"must be in 1..{self.folds}")
             need(bool(self.train_file) and not self.validation_file and not self.data_dir, "folds",
                  "k-fold splits one --train-file (leave out --validation-file and --data-dir)")
-        if self.windows is not None:
-            need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
         need(self.attention != "chunked" or not self.compiled, "attention",
              "chunked attention runs eagerly, not under --compile; leave --attention auto (SDPA when compiling)")
         if self.dataloader_workers is not None:
             need(self.dataloader_workers >= 0, "dataloader_workers", f"must be >= 0, got {self.dataloader_workers}")
-        if self.pad_to_max_length:
-            need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
-        for name, choices in (("problem_type", PROBLEM_TYPES), ("mixed_precision", MIXED_PRECISION),
-                              ("recipe", RECIPES), ("attention", ATTENTION), ("sampler", SAMPLERS),
-                              ("truncation", TRUNCATION), ("window_pooling", POOLING), ("calibrate", CALIBRATION),
-                              ("decision", DECISIONS), ("keep", KEEP), ("compile", COMPILE),
-                              ("small_data", SMALL_DATA), ("method", METHODS), ("setfit_head", SETFIT_HEADS),
-                              ("setfit_pooling", SETFIT_POOLINGS),
-                              ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)):
-            need(getattr(self, name) in choices, name,
-                 f"unknown value {getattr(self, name)!r}; choose one of {', '.join(choices)}")
+        need_choices(self, (("mixed_precision", MIXED_PRECISION), ("recipe", RECIPES), ("attention", ATTENTION),
+                            ("sampler", SAMPLERS), ("calibrate", CALIBRATION), ("decision", DECISIONS),
+                            ("keep", KEEP), ("compile", COMPILE), ("small_data", SMALL_DATA), ("method", METHODS),
+                            ("setfit_head", SETFIT_HEADS), ("setfit_pooling", SETFIT_POOLINGS),
+                            ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)))
         if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word
             package = TRACKER_PACKAGES[self.report_to]
             need(importlib.util.find_spec(package) is not None, "report_to",
                  f"{self.report_to} needs the {package} package, which is not installed: `pip install {package}`")
-        if self.task is not None:
-            need(self.task.lower() in TASKS, "task",
-                 f"unknown task {self.task!r}; known tasks: {', '.join(TASKS)} (or leave it out and give "
-                 "--train-file for your own data)")
+        super().validate()
         if self.metric_for_best is not None:
             known = possible_metrics(TASKS.get((self.task or "").lower()), self.problem_type)
             problem = unknown_metric_message(self.metric_for_best, known)
             need(problem is None, "metric_for_best", problem)
-        if self.text_columns is not None:
-            need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
-                 f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
-        if self.data_dir is not None and self.data_dir != "sample":
-            need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder")
-            need(self.task is not None, "data_dir", "a GLUE folder needs --task to say which task it holds")
-        for name in DATA_FILES:
-            path = getattr(self, name)
-            if isinstance(path, str) and path.startswith(FROM_PYTHON):     # config.yaml of a run fed from Python
-                raise ConfigError(f"{name}: the data was {path}, a table from Python: pass it again "
-                                  "(clf.evaluate(df); tuneloop.train(train=..., resume=...)) or give a file")
-            if isinstance(path, (str, os.PathLike)):                      # else a table from Python (data/memory)
-                need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
-        if self.data_dir and (self.train_file or self.validation_file):
-            raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
         return self
-
-    def to_dict(self) -> dict:
-        """Plain values (config.yaml, results.json): a table from Python is recorded by its description."""
-        values = dataclasses.asdict(self)
-        for name in DATA_FILES:
-            if values[name] is not None and not isinstance(values[name], str):
-                values[name] = str(values[name])
-        return values
-
-    def replace(self, **changes) -> "TrainConfig":
-        return dataclasses.replace(self, **changes)
 
     def changes(self) -> dict:
         """The options whose values differ from the defaults (what a TrainConfig object says, as a layer of
@@ -390,3 +312,14 @@ class TrainConfig:
 def read_yaml_options(path: str | os.PathLike, cls=TrainConfig, flag: str = "--config") -> dict:
     """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
     return read_options_file(path, cls, flag)
+
+
+def with_trait(trait: str, value: Any = True) -> tuple[str, ...]:
+    """The options with a trait (see fields.opt), in the order of the fields: `with_trait("resumable")`,
+    `with_trait("commands", "evaluate")`."""
+    return having(TrainConfig, trait, value)
+
+
+def default(name: str) -> Any:
+    """An option's default value."""
+    return TrainConfig.__dataclass_fields__[name].default

@@ -9,6 +9,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..config.data_options import DataOptions
 from ..exceptions import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
@@ -51,15 +52,16 @@ def _limit(ds, n):
     return ds if ds is None or n is None or n >= len(ds) else ds.select(range(n))
 
 
-def holds_out_validation(config) -> bool:
+def holds_out_validation(config: DataOptions) -> bool:
     """The user's training file without a validation file: the validation rows are held out of it."""
     return bool(config.train_file and not config.validation_file and not config.data_dir)
 
 
-def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_train: bool = True,
+def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = None, with_train: bool = True,
                  with_test: bool = False, text_columns=None, saved_split: dict | None = None) -> PreparedData:
     """Read, map labels, hold out a validation split when there is none, tokenize (cached by `datasets`).
-    `labels` given (a trained model's) skips inference; `saved_split`: a run folder's split.json to reuse."""
+    `config`: the data options (a TrainConfig is one; a k-fold run's also names its fold). `labels` given (a trained
+    model's) skips inference; `saved_split`: a run folder's split.json to reuse."""
     task = get_task(config.task)
     held_out = holds_out_validation(config)
     raw = load_raw(config, with_train=with_train or held_out, with_test=with_test, text_columns=text_columns)
@@ -70,7 +72,7 @@ def prepare_data(config, tokenizer, labels: LabelSchema | None = None, with_trai
                                     raw.source.get("train", "training data"), task)
     held = None
     if held_out and not raw.evaluation:
-        fold = (config.fold, config.folds) if config.fold is not None else None
+        fold = (config.fold, config.folds) if getattr(config, "fold", None) is not None else None
         train, validation, held = hold_out(raw.train, labels, config.validation_split, config.split_seed,
                                             raw.source["train"], saved_split, fold)
         raw.train = train if with_train else None

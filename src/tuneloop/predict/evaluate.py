@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from .. import tasks
 from ..atomic import atomic_write_json
-from ..config.options import TrainConfig
+from ..config.data_options import DataOptions
+from ..config.fields import need
+from ..config.options import default, with_trait
 from ..data.prepare import prepare_data
 from ..data.readers import detect_columns, file_columns
 from ..data.sources import load_user_files
@@ -17,8 +19,16 @@ from ..objective import objective_for
 from .rows import write_predictions
 
 
-def data_config_for(clf, overrides: dict) -> TrainConfig:
-    """Data options for evaluate: what the run recorded next to the model, then the user's."""
+def data_config_for(clf, overrides: dict) -> DataOptions:
+    """Data options for evaluate: what the run recorded next to the model, then the user's. `overrides` holds data
+    options and evaluate's own (--eval-batch-size, --cpu, --quiet: checked here, read by the caller)."""
+    data = DataOptions.__dataclass_fields__
+    own = [name for name in with_trait("commands", "evaluate") if name not in data]
+    unknown = sorted(set(overrides) - set(data) - set(own))
+    if unknown:
+        raise TypeError(f"evaluate takes the data options and {', '.join(own)}, not {', '.join(unknown)}")
+    batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
+    need(batch_size >= 1, "eval_batch_size", f"must be at least 1, got {batch_size}")
     meta = clf.metadata
     recorded = {k: v for k, v in (meta.get("data") or {}).items() if v is not None}
     policy = meta.get("text_policy") or {}       # how the model reads long texts: kept for any data
@@ -31,7 +41,7 @@ def data_config_for(clf, overrides: dict) -> TrainConfig:
         chosen = {**{k: v for k, v in recorded.items() if k in ("text_columns", "label_column", "task")},
                   **reading, **overrides}
     chosen.setdefault("task", meta.get("task"))
-    return TrainConfig(model=clf.path or "model", **chosen).validate()
+    return DataOptions(**{k: v for k, v in chosen.items() if k in data}).validate()
 
 
 def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = False):
@@ -41,6 +51,8 @@ def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = Fals
     from ..evaluation.metrics import per_class
 
     config = data_config_for(clf, overrides)
+    batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
+    quiet = overrides.get("quiet", default("quiet"))
     with clf._accelerated() as (model, accelerator):
         with accelerator.main_process_first():
             data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
@@ -48,11 +60,11 @@ def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = Fals
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
         collator = make_collator(clf.tokenizer, False, None)
-        loaders = {n: accelerator.prepare(eval_loader(ds, config.eval_batch_size, collator))
+        loaders = {n: accelerator.prepare(eval_loader(ds, batch_size, collator))
                    for n, ds in data.evaluation.items()}
         task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
         names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
-        result = evaluate(model, loaders, accelerator, names, objective_for(labels), config.quiet,
+        result = evaluate(model, loaders, accelerator, names, objective_for(labels), quiet,
                           config.window_pooling)
         per_split, rule = result.metrics, clf.decision_rule(raw)
         if rule is not None:

@@ -12,19 +12,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..atomic import atomic_write_json, atomic_write_text, space_guard
-from ..config.options import TrainConfig
+from ..config.options import TrainConfig, with_trait
 from ..exceptions import TuneloopError
 from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
 from .small_data import DECIDES as SMALL_DATA_DECIDES
 
-# options that may change between an interrupted run and its resumption; any other change is refused
-RESUMABLE_CHANGES = {"output_dir", "overwrite", "resume", "dry_run", "eval_every", "eval_batch_size",
-                     "max_eval_samples", "log_every", "report_to", "report", "quiet", "save_every", "keep_last",
-                     "predict_test", "metric_for_best", "early_stopping_patience", "num_proc", "validation_file",
-                     "test_file", "skip_nonfinite_batches", "calibrate", "decision", "optimize_threshold_for",
-                     "abstain_below", "abstain_label", "positive_label", "baseline", "chosen",
-                     "compile", "dataloader_workers",
-                     "attention"}      # kernels of one function (auto is decided when the model loads)
+# options that may change between an interrupted run and its resumption (`resumable=True` in the options); any
+# other change is refused
+RESUMABLE_CHANGES = set(with_trait("resumable"))
 
 
 def checkpoint_name(step: int) -> str:

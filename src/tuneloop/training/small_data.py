@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 
-from ..config.options import TrainConfig
+from ..config.options import TrainConfig, with_trait
 from ..tasks import REGRESSION
 from . import state
 
@@ -35,7 +35,7 @@ EPOCH_FLOOR_STEPS = 500      # ... the epochs floor adding steps up to this many
 MAX_EPOCHS = 100             # ... reached with at most this many epochs
 WARMUP_RATIO = 0.1
 MAX_LR = 5e-5
-DECIDES = ("small_data", "epochs", "warmup_ratio", "lr", "eval_every")     # what `adapt` may change
+DECIDES = with_trait("small_data")        # what `adapt` may change (`small_data=True` in the options)
 
 
 def left_to_tuneloop(config: TrainConfig, name: str) -> bool:
