@@ -156,8 +156,7 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     started = time.perf_counter()
     body = train_body(model, head, embed, rows, labels, cfg, acc, stop)
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
-    fitted = fit_head(features, labels, data.labels.num_labels, run.objective.multi_label,
-                      head.bias is not None, cfg.seed)
+    fitted = fit_head(features, labels, run.objective, head.bias is not None, cfg.seed)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
         if head.bias is not None:
@@ -252,22 +251,21 @@ def embeddings(model, embed: Embedder, rows, batch_size: int) -> np.ndarray:
     return np.concatenate(out)
 
 
-def fit_head(features: np.ndarray, labels: np.ndarray, num_labels: int, multi_label: bool, with_bias: bool,
-             seed: int) -> dict:
+def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: bool, seed: int) -> dict:
     """scikit-learn LogisticRegression (one per label for multi-label) as the weight and bias of a Linear with
     num_labels outputs whose softmax (sigmoid) is its predict_proba. Binary: the two rows are ±coef/2, as
     softmax([-z/2, z/2]) = sigmoid(z). A head without a bias (decoders' score) gets a regression without an
     intercept."""
     from sklearn.linear_model import LogisticRegression
 
-    started = time.perf_counter()
+    started, num_labels = time.perf_counter(), objective.num_labels
     weight = np.zeros((num_labels, features.shape[1]))
     bias = np.full(num_labels, -ABSENT)
 
     def regression(y):
         return LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=seed).fit(features, y)
 
-    if multi_label:
+    if objective.multi_label:                        # one regression per label, not one over the classes
         probabilities = np.zeros((len(features), num_labels))
         for j in range(num_labels):
             y = labels[:, j].astype(int)
@@ -277,7 +275,7 @@ def fit_head(features: np.ndarray, labels: np.ndarray, num_labels: int, multi_la
             lr = regression(y)
             weight[j], bias[j] = lr.coef_[0], lr.intercept_[0] if with_bias else 0.0
             probabilities[:, j] = lr.predict_proba(features)[:, 1]
-        accuracy = float(np.mean(np.all((probabilities > 0.5) == labels.astype(bool), axis=1)))
+        accuracy = float(np.mean(objective.correct(objective.predicted_from(probabilities), labels)))
     else:
         lr = regression(labels)
         classes = lr.classes_.astype(int)
