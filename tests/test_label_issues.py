@@ -16,11 +16,13 @@ from sklearn.metrics import roc_auc_score
 import tuneloop
 from tuneloop import TrainConfig
 from tuneloop.analysis.label_issues import mean_probabilities, rank
+from tuneloop.objective import objective_for
 from tuneloop.training.dynamics import TrainingDynamics
 
 
 def test_record_pools_windows_within_an_epoch_then_epochs():
-    d = TrainingDynamics(rows=3, num_classes=2, epochs=2, device="cpu", multi_label=False)
+    d = TrainingDynamics(rows=3, num_classes=2, epochs=2, device="cpu",
+                         objective=objective_for("single_label_classification"))
     logit = lambda p: torch.tensor([[0.0, float(np.log(p / (1 - p)))]])  # noqa: E731 - softmax gives [1-p, p]
     d.record(0, torch.tensor([0]), logit(0.2))
     d.record(0, torch.tensor([0]), logit(0.4))       # a second window of row 0 in epoch 1
@@ -39,7 +41,7 @@ def test_rank_orders_by_the_given_labels_probability_and_flags_confident_contrad
     wrong = [3, 50, 120]
     probs[wrong] = probs[wrong][:, ::-1]                 # the model firmly says the other class
     probs[7] = [0.5, 0.5]
-    order, confidence, flags = rank(given, probs, multi_label=False)
+    order, confidence, flags = rank(given, probs, objective_for("single_label_classification"))
     assert sorted(order[:3].tolist()) == wrong and order[3] == 7
     assert confidence[wrong] == pytest.approx(0.1)
     assert flags is not None and set(np.flatnonzero(flags)) == set(wrong)
@@ -48,7 +50,7 @@ def test_rank_orders_by_the_given_labels_probability_and_flags_confident_contrad
 def test_multi_label_confidence_is_the_worst_label():
     given = np.array([[1, 0], [0, 1], [1, 1]], dtype=float)
     probs = np.array([[0.9, 0.2], [0.1, 0.95], [0.8, 0.05]])
-    order, confidence, _ = rank(given, probs, multi_label=True)
+    order, confidence, _ = rank(given, probs, objective_for("multi_label_classification"))
     assert confidence == pytest.approx([0.8, 0.9, 0.05]) and order[0] == 2
 
 

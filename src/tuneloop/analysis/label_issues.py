@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ..tasks import MULTI_LABEL
+from ..objective import Objective
 
 log = logging.getLogger("tuneloop")
 
@@ -34,20 +34,18 @@ def mean_probabilities(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray
     return rows, mean, epochs_seen[rows]
 
 
-def rank(given: np.ndarray, probs: np.ndarray, multi_label: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def rank(given: np.ndarray, probs: np.ndarray, objective: Objective
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(order, self-confidence, cleanlab's flags or None): rows by the probability of their given label, lowest
     first (multi-label: the lowest over the labels, each counted as present or absent)."""
-    if multi_label:
-        confidence = np.where(given > 0.5, probs, 1 - probs).min(1)
-    else:
-        confidence = probs[np.arange(len(given)), given]
-    flags = None
+    confidence = objective.given_confidence(probs, given)
+    flags, multi_label = None, objective.multi_label
     try:
         from cleanlab.filter import find_label_issues
 
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            labels = [list(np.flatnonzero(row > 0.5)) for row in given] if multi_label else given
+            warnings.simplefilter("ignore")       # cleanlab's own switch: label lists and per-label probabilities
+            labels = [list(np.flatnonzero(row)) for row in objective.binarize(given)] if multi_label else given
             pred_probs = probs if multi_label else probs / probs.sum(1, keepdims=True)
             flags = np.asarray(find_label_issues(labels, pred_probs, multi_label=multi_label, n_jobs=1), dtype=bool)
     except Exception as e:  # noqa: BLE001 - too few rows per class and the like: the ranking still stands
@@ -59,25 +57,21 @@ def rank(given: np.ndarray, probs: np.ndarray, multi_label: bool) -> tuple[np.nd
 def issue_rows(table, given_by_row: np.ndarray, arrays: dict[str, np.ndarray], schema) -> tuple[list[dict], dict]:
     """label_issues.csv's rows (every training row seen, most probably mislabelled first) and a summary.
     `table`: the training split's canonical table; `given_by_row`: each row's encoded label, by `doc`."""
-    multi = schema.problem_type == MULTI_LABEL
+    objective = schema.objective
     rows, probs, epochs = mean_probabilities(arrays["sums"], arrays["counts"])
-    given = given_by_row[rows]
-    order, confidence, flags = rank(given if multi else given.astype(np.int64), probs, multi)
+    given, suggested = given_by_row[rows], objective.predicted_from(probs)
+    order, confidence, flags = rank(objective.gold(given), probs, objective)
     columns = {c: table[c] for c in ("idx", "id", "pos", "text_a", "text_b")}
     position = np.full(int(max(np.max(columns["idx"]), rows.max())) + 1, -1)
     position[np.asarray(columns["idx"])] = np.arange(len(table))
     pair = columns["text_b"][0] is not None
-    names, out = schema.names, []
+    out = []
     for i in order:
         at = int(position[rows[i]])
         record = {"id": columns["id"][at], "row": columns["pos"][at]}
         record.update({"text_a": columns["text_a"][at], "text_b": columns["text_b"][at]} if pair else
                       {"text": columns["text_a"][at]})
-        if multi:
-            record.update(given=schema.separator_join([n for n, on in zip(names, given[i] > 0.5) if on]),
-                          suggested=schema.separator_join([n for n, p in zip(names, probs[i]) if p > 0.5]))
-        else:
-            record.update(given=names[int(given[i])], suggested=names[int(np.argmax(probs[i]))])
+        record.update(given=objective.name(given[i], schema), suggested=objective.name(suggested[i], schema))
         record.update(p_given=round(float(confidence[i]), 6),
                       likely_wrong="" if flags is None else bool(flags[i]), epochs=int(epochs[i]))
         out.append(record)

@@ -5,40 +5,54 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..evaluation.metrics import predictions_from_logits
-from ..predict.rows import probabilities
-from ..tasks import MULTI_LABEL, REGRESSION
+from ..objective import MultiLabel, Regression, SingleLabel
+
+
+def _score_row(row: dict, prob, pred, label, schema) -> tuple[float, dict]:
+    """Regression: every row, by its absolute error."""
+    row.update(gold=float(label), predicted=round(float(pred), 6), abs_error=round(abs(float(pred) - float(label)), 6))
+    return row["abs_error"], row
+
+
+def _label_set_row(row: dict, prob, pred, label, schema) -> tuple[float, dict] | None:
+    """Multi-label: a row with any label wrong, by the largest distance between a wrong label's probability and
+    its target."""
+    gold, pred = schema.objective.binarize(label), pred > 0
+    if not (gold != pred).any():
+        return None
+    wrongness = float(np.abs(prob - label)[gold != pred].max())
+    row.update(gold=schema.objective.name(label, schema), predicted=schema.objective.name(pred, schema),
+               confidence_wrong=round(wrongness, 6))
+    return wrongness, row
+
+
+def _class_row(row: dict, prob, pred, label, schema) -> tuple[float, dict] | None:
+    """Single-label: a wrong row, by the probability of the predicted class."""
+    if pred == label:
+        return None
+    p_pred, p_gold = float(prob[pred]), float(prob[int(label)])
+    row.update(gold=schema.names[int(label)], predicted=schema.names[int(pred)],
+               p_predicted=round(p_pred, 6), p_gold=round(p_gold, 6))
+    return p_pred, row
+
+
+ROWS = {Regression: _score_row, MultiLabel: _label_set_row, SingleLabel: _class_row}   # errors.csv's columns
 
 
 def error_rows(table, logits: np.ndarray, labels: np.ndarray, schema) -> list[dict]:
     """One dict per validation row the model gets wrong (regression: every row), most confidently wrong first.
     `table`: the split's canonical table (id, text_a, text_b); logits and labels in its row order."""
-    kind, names = schema.problem_type, schema.names
     if len(table) == 0:
         return []
-    probs = probabilities(logits, kind)
-    preds = predictions_from_logits(logits, kind)
+    objective = schema.objective
+    probs, preds, wrong_row = objective.probabilities(logits), objective.predictions(logits), ROWS[type(objective)]
     texts = {"text": table["text_a"]} if table[0]["text_b"] is None else \
         {"text_a": table["text_a"], "text_b": table["text_b"]}
     ids = table["id"]
     rows = []
     for i in range(len(labels)):
         row = {"id": ids[i], **{k: v[i] for k, v in texts.items()}}
-        if kind == REGRESSION:
-            row.update(gold=float(labels[i]), predicted=round(float(preds[i]), 6),
-                       abs_error=round(abs(float(preds[i]) - float(labels[i])), 6))
-            rows.append((row["abs_error"], row))
-        elif kind == MULTI_LABEL:
-            gold, pred = labels[i] > 0.5, preds[i] > 0
-            if (gold != pred).any():
-                wrongness = float(np.abs(probs[i] - labels[i])[gold != pred].max())
-                row.update(gold=schema.separator_join([n for n, on in zip(names, gold) if on]),
-                           predicted=schema.separator_join([n for n, on in zip(names, pred) if on]),
-                           confidence_wrong=round(wrongness, 6))
-                rows.append((wrongness, row))
-        elif preds[i] != labels[i]:
-            p_pred, p_gold = float(probs[i, preds[i]]), float(probs[i, int(labels[i])])
-            row.update(gold=names[int(labels[i])], predicted=names[int(preds[i])],
-                       p_predicted=round(p_pred, 6), p_gold=round(p_gold, 6))
-            rows.append((p_pred, row))
+        found = wrong_row(row, probs[i], preds[i], labels[i], schema)
+        if found is not None:
+            rows.append(found)
     return [row for _, row in sorted(rows, key=lambda pair: -pair[0])]

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import ConfigError
-from ..tasks import MULTI_LABEL, REGRESSION
 from .labels import LabelSchema
 
 RARE_SHARE = 0.05          # a class under 5% of the training rows gets a warning at start-up
@@ -18,27 +17,17 @@ RARE_SHARE = 0.05          # a class under 5% of the training rows gets a warnin
 
 def class_counts(labels: np.ndarray, schema: LabelSchema) -> np.ndarray:
     """Rows per class (single-label), or rows carrying each label (multi-label)."""
-    if schema.problem_type == MULTI_LABEL:
-        return labels.reshape(len(labels), -1).sum(axis=0).astype(np.int64)
-    return np.bincount(labels.astype(np.int64), minlength=schema.num_labels)
+    return schema.objective.counts(labels)
 
 
 def loss_weights(spec: str, schema: LabelSchema, labels: np.ndarray) -> np.ndarray | None:
     """--class-weights: None for `none`; per-class weights (single-label) or per-label pos_weight (multi-label)."""
     if spec == "none":
         return None
-    if schema.problem_type == REGRESSION:
+    if not schema.objective.classes:
         raise ConfigError("--class-weights: regression has no classes; leave it at none")
     if spec == "balanced":
-        counts = class_counts(labels, schema).astype(float)
-        if schema.problem_type == MULTI_LABEL:
-            return np.where(counts > 0, (len(labels) - counts) / np.maximum(counts, 1), 1.0)
-        from sklearn.utils.class_weight import compute_class_weight
-
-        present = np.flatnonzero(counts)
-        weights = np.ones(schema.num_labels)       # a class with no training row never weighs in
-        weights[present] = compute_class_weight("balanced", classes=present, y=labels.astype(np.int64))
-        return weights
+        return schema.objective.balanced_weights(labels)
     return weights_from_file(spec, schema)
 
 
@@ -66,20 +55,14 @@ def weights_from_file(path: str, schema: LabelSchema) -> np.ndarray:
 def sampling_weights(labels: np.ndarray, schema: LabelSchema) -> np.ndarray:
     """--sampler balanced: a row's chance is the inverse of its class's count (multi-label: the mean over its
     labels; rows with none count as a class of their own), so each class is drawn about equally often."""
-    if schema.problem_type == REGRESSION:
+    if not schema.objective.classes:
         raise ConfigError("--sampler balanced: regression has no classes; use --sampler random")
-    counts = class_counts(labels, schema).astype(float)
-    if schema.problem_type != MULTI_LABEL:
-        return 1.0 / counts[labels.astype(np.int64)]
-    rows = labels.reshape(len(labels), -1) > 0.5
-    empty = ~rows.any(axis=1)
-    inverse = np.where(rows, 1.0 / np.maximum(counts, 1), 0.0).sum(axis=1) / np.maximum(rows.sum(axis=1), 1)
-    return np.where(empty, 1.0 / max(int(empty.sum()), 1), inverse)
+    return schema.objective.inverse_frequency(labels)
 
 
 def rare_class_warning(labels: np.ndarray, schema: LabelSchema) -> str | None:
     """A line for the start-up summary when the smallest class is under RARE_SHARE of the training rows."""
-    if schema.problem_type == REGRESSION or not len(labels):
+    if not schema.objective.classes or not len(labels):
         return None
     counts = class_counts(labels, schema)
     smallest = int(np.argmin(counts))

@@ -12,26 +12,40 @@ import numpy as np
 
 from ..exceptions import DataError
 from ..layout import SPLIT_FILE
-from ..tasks import MULTI_LABEL, REGRESSION
+from ..objective import MultiLabel, Regression, SingleLabel
 from .labels import LabelSchema, _as_float, _split_labels
 
 RARE = "(rare)"                    # strata with a single row share one stratum
 
 
+def _score_bins(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+    """Regression: quantile bins of the target."""
+    values = np.array([_as_float(v) for v in raw_labels], dtype=float)
+    bins = max(2, min(10, n_validation // 2))
+    edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)[1:-1]))
+    return np.digitize(values, edges).astype(str), f"{len(edges) + 1} quantile bins of the target"
+
+
+def _label_sets(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+    keys = [",".join(sorted(i for i in _split_labels(v, schema.separator) if i)) for v in raw_labels]
+    return _rare_shared(keys), "label set"
+
+
+def _labels(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+    return _rare_shared([str(v) for v in raw_labels]), "label"
+
+
+def _rare_shared(keys: list[str]) -> np.ndarray:
+    counts = Counter(keys)
+    return np.array([k if counts[k] > 1 else RARE for k in keys])
+
+
+STRATA = {Regression: _score_bins, MultiLabel: _label_sets, SingleLabel: _labels}   # what each kind stratifies by
+
+
 def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
     """One stratum per row, and how they were made."""
-    if schema.problem_type == REGRESSION:
-        values = np.array([_as_float(v) for v in raw_labels], dtype=float)
-        bins = max(2, min(10, n_validation // 2))
-        edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)[1:-1]))
-        return np.digitize(values, edges).astype(str), f"{len(edges) + 1} quantile bins of the target"
-    if schema.problem_type == MULTI_LABEL:
-        keys = [",".join(sorted(i for i in _split_labels(v, schema.separator) if i)) for v in raw_labels]
-        how = "label set"
-    else:
-        keys, how = [str(v) for v in raw_labels], "label"
-    counts = Counter(keys)
-    return np.array([k if counts[k] > 1 else RARE for k in keys]), how
+    return STRATA[type(schema.objective)](raw_labels, schema, n_validation)
 
 
 def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:

@@ -10,10 +10,9 @@ import time
 
 import numpy as np
 
-from ..objective import objective_for
 from ..data.labels import LabelEncoder
-from ..tasks import MULTI_LABEL, REGRESSION
-from .metrics import compute, loss_from_logits
+from ..objective import MultiLabel, Objective, Regression, SingleLabel, objective_for
+from .metrics import compute
 
 METHOD = "tfidf word 1-2 + char 2-5 grams, logistic regression"
 MAX_FEATURES = 200_000       # per n-gram kind: bounds memory on large data sets
@@ -29,9 +28,9 @@ def _targets(table, encoder: LabelEncoder) -> np.ndarray:
     return np.asarray([encoder(raw, pos) for raw, pos in zip(columns["label"], columns["pos"])])
 
 
-def baseline_model(problem_type: str, seed: int):
-    """The unfitted scikit-learn pipeline of the baseline for this kind of problem (also what
-    benchmarks/bench_small_data.py scores as TF-IDF)."""
+def baseline_model(objective: str | Objective, seed: int):
+    """The unfitted scikit-learn pipeline of the baseline for this kind of problem (the Objective or its name; also
+    what benchmarks/bench_small_data.py scores as TF-IDF)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.multiclass import OneVsRestClassifier
@@ -40,26 +39,33 @@ def baseline_model(problem_type: str, seed: int):
     features = make_union(
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1, max_features=MAX_FEATURES),
         TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, max_features=MAX_FEATURES))
-    if problem_type == REGRESSION:
-        head = Ridge(alpha=1.0)
-    elif problem_type == MULTI_LABEL:
-        head = OneVsRestClassifier(LogisticRegression(max_iter=1000, random_state=seed))
-    else:
-        head = LogisticRegression(max_iter=1000, C=4.0, random_state=seed)
-    return make_pipeline(features, head)
+    heads = {Regression: lambda: Ridge(alpha=1.0),
+             MultiLabel: lambda: OneVsRestClassifier(LogisticRegression(max_iter=1000, random_state=seed)),
+             SingleLabel: lambda: LogisticRegression(max_iter=1000, C=4.0, random_state=seed)}
+    return make_pipeline(features, heads[type(objective_for(objective))]())
 
 
-def _logits(model, texts: list[str], problem_type: str, num_labels: int) -> np.ndarray:
-    """Scores in the model's convention: log-probabilities per class (softmax of them gives the probabilities
-    back), logits per label, the predicted value for regression; a class absent from training scores -1e9."""
-    if problem_type == REGRESSION:
-        return model.predict(texts).reshape(-1, 1).astype(np.float64)
+def _scores(model, texts: list[str], num_labels: int) -> np.ndarray:
+    """The predicted value (regression)."""
+    return model.predict(texts).reshape(-1, 1).astype(np.float64)
+
+
+def _label_logits(model, texts: list[str], num_labels: int) -> np.ndarray:
+    """Logits per label (multi-label)."""
     probs = np.clip(model.predict_proba(texts), 1e-12, 1 - 1e-12)
-    if problem_type == MULTI_LABEL:
-        return np.log(probs) - np.log1p(-probs)
+    return np.log(probs) - np.log1p(-probs)
+
+
+def _class_logits(model, texts: list[str], num_labels: int) -> np.ndarray:
+    """Log-probabilities per class (softmax of them gives the probabilities back); a class absent from training
+    scores -1e9."""
+    probs = np.clip(model.predict_proba(texts), 1e-12, 1 - 1e-12)
     out = np.full((len(texts), num_labels), -1e9)
     out[:, model.classes_.astype(np.int64)] = np.log(probs)
     return out
+
+
+LOGITS = {Regression: _scores, MultiLabel: _label_logits, SingleLabel: _class_logits}   # in the model's convention
 
 
 def score_baseline(data, metric_names, seed: int) -> dict | None:
@@ -72,13 +78,15 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     accept_ids = data.task is not None
     y_train = _targets(raw.train, LabelEncoder(labels, raw.source.get("train", "train"), accept_ids))
     y_eval = _targets(table, LabelEncoder(labels, raw.source.get(split, split), accept_ids))
-    if labels.problem_type != REGRESSION and labels.problem_type != MULTI_LABEL and len(np.unique(y_train)) < 2:
+    objective = labels.objective
+    classes = objective.classes_of(y_train)
+    if classes is not None and len(np.unique(classes)) < 2:
         return None
     started = time.perf_counter()
-    model = baseline_model(labels.problem_type, seed).fit(_texts(raw.train, raw.pair), y_train)
-    logits = _logits(model, _texts(table, raw.pair), labels.problem_type, labels.num_labels)
-    metrics = compute(metric_names, logits, y_eval, objective_for(labels))
-    metrics.update(loss=loss_from_logits(logits, y_eval, labels.problem_type), num_samples=int(len(y_eval)))
+    model = baseline_model(objective, seed).fit(_texts(raw.train, raw.pair), y_train)
+    logits = LOGITS[type(objective)](model, _texts(table, raw.pair), labels.num_labels)
+    metrics = compute(metric_names, logits, y_eval, objective)
+    metrics.update(loss=objective.eval_loss(logits, y_eval), num_samples=int(len(y_eval)))
     return {"method": METHOD, "split": split, "eval": {k: round(v, 6) if isinstance(v, float) else v
                                                        for k, v in metrics.items()},
             "fit_s": round(time.perf_counter() - started, 3), "train_rows": int(len(y_train))}

@@ -6,15 +6,6 @@ import numpy as np
 import torch
 
 from ..objective import Objective
-from ..tasks import MULTI_LABEL, REGRESSION
-
-
-def predictions_from_logits(logits: np.ndarray, problem_type: str) -> np.ndarray:
-    if problem_type == REGRESSION:
-        return logits.reshape(-1)
-    if problem_type == MULTI_LABEL:
-        return (logits > 0).astype(np.int64)   # sigmoid(x) > 0.5
-    return logits.argmax(-1)
 
 
 def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective) -> dict:
@@ -45,17 +36,6 @@ def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective)
         else:
             raise KeyError(f"unknown metric {name!r}")
     return {k: float(v) for k, v in out.items()}
-
-
-def loss_from_logits(logits: np.ndarray, labels: np.ndarray, problem_type: str) -> float:
-    """The same loss the model trains with, over every example exactly once."""
-    x, y = torch.from_numpy(logits).float(), torch.from_numpy(labels)
-    fn = torch.nn.functional
-    if problem_type == REGRESSION:
-        return float(fn.mse_loss(x.reshape(-1), y.float().reshape(-1)))
-    if problem_type == MULTI_LABEL:
-        return float(fn.binary_cross_entropy_with_logits(x, y.float()))
-    return float(fn.cross_entropy(x, y.long()))
 
 
 def pool_windows(logits: np.ndarray, labels: np.ndarray | None, docs: np.ndarray, objective: Objective,
@@ -123,12 +103,11 @@ def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
     """{label: {"precision", "recall", "f1", "support"}} for classification (every label for multi-label)."""
     from sklearn.metrics import precision_recall_fscore_support
 
-    if schema.problem_type == REGRESSION:
+    objective = schema.objective
+    if not objective.classes:
         return None
-    preds = predictions_from_logits(logits, schema.problem_type)
-    y = labels.astype(np.int64) if schema.problem_type != MULTI_LABEL else \
-        (labels > 0.5).astype(np.int64)
-    index = list(range(len(schema.names))) if schema.problem_type != MULTI_LABEL else None
+    preds, y = objective.predictions(logits), objective.gold(labels)
+    index = None if objective.multi_label else list(range(len(schema.names)))   # label sets: scikit-learn's columns
     precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
     return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
                    "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}

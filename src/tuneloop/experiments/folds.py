@@ -22,8 +22,7 @@ from ..layout import (
     SPLIT_FILE,
     eval_outputs_file,
 )
-from ..predict.rows import prediction_rows, probabilities, write_predictions
-from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
+from ..predict.rows import prediction_rows, write_predictions
 
 
 def write_out_of_fold(config: TrainConfig, out: Path, run_names: list[str]) -> dict:
@@ -43,17 +42,14 @@ def write_out_of_fold(config: TrainConfig, out: Path, run_names: list[str]) -> d
         logits[rows], labels[rows], fold_of[rows] = part_logits, part_labels, split["fold"][0]
     if (fold_of == 0).any():
         raise RuntimeError(f"{int((fold_of == 0).sum())} training rows have no out-of-fold prediction")
-    predicted = prediction_rows(list(table["id"]), logits, schema)
-    gold = labels if schema.problem_type != SINGLE_LABEL else labels.astype(np.int64)
-    for row, fold, g in zip(predicted, fold_of, gold):
+    predicted, objective = prediction_rows(list(table["id"]), logits, schema), schema.objective
+    for row, fold, g in zip(predicted, fold_of, labels):
         row["fold"] = int(fold)
-        row["gold"] = (float(g) if schema.problem_type == REGRESSION else
-                       schema.separator_join([n for n, on in zip(schema.names, g > 0.5) if on])
-                       if schema.problem_type == MULTI_LABEL else schema.names[int(g)])
+        row["gold"] = objective.name(g, schema)
     write_predictions(predicted, str(out / OUT_OF_FOLD_FILE))
     summary = {"file": OUT_OF_FOLD_FILE, "rows": len(predicted)}
-    if schema.problem_type != REGRESSION:
-        arrays = {"sums": probabilities(logits, schema.problem_type)[None], "counts": np.ones((1, len(table)))}
+    if objective.classes:
+        arrays = {"sums": objective.probabilities(logits)[None], "counts": np.ones((1, len(table)))}
         issues, found = issue_rows(table, labels, arrays, schema)
         write_predictions(issues, str(out / LABEL_ISSUES_FILE))
         summary["label_issues"] = {**found, "method": "out-of-fold probabilities; " + found["method"].split("; ")[1]}

@@ -26,7 +26,8 @@ from ..atomic import atomic_write_json
 from ..config.options import TrainConfig
 from ..exceptions import ConfigError
 from ..layout import BEST_DIR, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
-from ..tasks import SINGLE_LABEL, signed_score
+from ..objective import SingleLabel
+from ..tasks import signed_score
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder, is_run_folder
 from .common import copy_folder, resume_point
@@ -103,7 +104,7 @@ def collapsed(results: dict) -> bool:
     if "collapsed" in results:
         return results["collapsed"] is not None
     classes = next(iter((results.get("per_class") or {}).values()), None)
-    if results.get("problem_type") != SINGLE_LABEL or not classes or len(classes) < 2:
+    if results.get("problem_type") != SingleLabel.kind or not classes or len(classes) < 2:   # a field of results.json
         return False
     predicted = [name for name, m in classes.items() if m["recall"] > 0 or m["precision"] > 0]
     return len(predicted) <= 1

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from ..exceptions import TuneloopError
 from ..layout import METADATA_FILE, MODEL_CONFIG_FILE
-from ..tasks import REGRESSION
 
 log = logging.getLogger("tuneloop")
 
@@ -124,8 +123,8 @@ def model_config(name: str, labels=None, task: str | None = None, dropout: float
 
     kwargs = {}
     if labels is not None:
-        names = labels.names if labels.problem_type != REGRESSION else []
-        kwargs = dict(num_labels=labels.num_labels, problem_type=labels.problem_type)
+        names = labels.names if labels.objective.classes else []
+        kwargs = dict(num_labels=labels.num_labels, problem_type=labels.objective.kind)   # transformers' setting
         if names:
             kwargs.update(id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
     try:

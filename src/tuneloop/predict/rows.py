@@ -8,45 +8,34 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from ..atomic import atomic_write_text
 from ..data.readers import csv_dialect
 from ..decision.rule import DecisionRule
-from ..evaluation.metrics import predictions_from_logits
 from ..exceptions import TuneloopError
-from ..tasks import MULTI_LABEL, REGRESSION
+from ..objective import Objective, objective_for
 
 
-def probabilities(logits: np.ndarray, problem_type: str) -> np.ndarray:
-    x = torch.from_numpy(logits).float()
-    if problem_type == MULTI_LABEL:
-        return torch.sigmoid(x).numpy()
-    if problem_type == REGRESSION:
-        return x.reshape(-1, 1).numpy()
-    return torch.softmax(x, dim=-1).numpy()
+def probabilities(logits: np.ndarray, objective: str | Objective) -> np.ndarray:
+    """Raw softmax/sigmoid probabilities (the score for regression); `objective`, or its problem type's name."""
+    return objective_for(objective).probabilities(logits)
 
 
 def decided_rows(logits: np.ndarray, labels, rule: DecisionRule | None = None) -> list[dict]:
     """One dict per row of logits: {"label", "probabilities": {label: p}} ({"score"} for regression). With a
     decision rule (decision/rule.py): its calibrated probabilities, thresholds and abstain label; without one: raw
     softmax/sigmoid and argmax (0.5 per label)."""
-    kind = labels.problem_type
-    if kind == REGRESSION:
-        return [{"score": round(float(v), 6)} for v in predictions_from_logits(logits, kind)]
+    objective = labels.objective
+    if not objective.classes:
+        return [{"score": round(float(v), 6)} for v in objective.predictions(logits)]
     if rule is not None:
         probs, preds, abstains = rule.probabilities(logits), rule.predictions(logits), rule.abstains(logits)
     else:
-        probs, preds = probabilities(logits, kind), predictions_from_logits(logits, kind)
+        probs, preds = objective.probabilities(logits), objective.predictions(logits)
         abstains = np.zeros(len(logits), dtype=bool)
     rows = []
     for i in range(len(logits)):
-        if abstains[i]:
-            label = rule.abstain_label
-        elif kind == MULTI_LABEL:
-            label = labels.separator_join([n for n, on in zip(labels.names, preds[i]) if on])
-        else:
-            label = labels.names[int(preds[i])]
+        label = rule.abstain_label if abstains[i] else objective.name(preds[i], labels)
         rows.append({"label": label, "probabilities": {n: round(float(p), 6) for n, p in zip(labels.names, probs[i])}})
     return rows
 
@@ -54,7 +43,7 @@ def decided_rows(logits: np.ndarray, labels, rule: DecisionRule | None = None) -
 def prediction_rows(ids, logits: np.ndarray, labels, rule: DecisionRule | None = None) -> list[dict]:
     """Rows as prediction files hold them: id, the label (or score), prob_<label> per class, and with a rule a
     `decision_rule` column that says which rule made the row."""
-    described = rule.describe() if rule is not None and labels.problem_type != REGRESSION else None
+    described = rule.describe() if rule is not None and labels.objective.classes else None
     rows = []
     for row_id, row in zip(ids, decided_rows(logits, labels, rule)):
         flat = {"id": row_id, **{k: v for k, v in row.items() if k != "probabilities"}}

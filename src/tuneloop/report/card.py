@@ -13,8 +13,9 @@ from ..atomic import atomic_write_bytes
 from ..data.labels import LabelSchema, recorded_schema
 from ..exceptions import TuneloopError
 from ..model.loading import ALIASES, read_metadata
+from ..objective import MultiLabel, Objective, Regression, SingleLabel
 from ..runtime.machine import package_version
-from ..tasks import MULTI_LABEL, REGRESSION, TASKS, TaskSpec
+from ..tasks import TASKS, TaskSpec
 from .fmt import fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
 from .run import NOT_METRICS
 
@@ -45,6 +46,27 @@ def _code(text: Any) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+@dataclass(frozen=True)
+class _Wording:
+    """What the card says of one problem type."""
+
+    task: str                      # the Task bullet of custom data ({n}: the number of labels)
+    kind: str                      # "fine-tuned ... for single-text <kind> on ..."
+    note: str                      # after the Problem type bullet
+    pipeline: str                  # what a plain transformers pipeline gives
+    kwargs: str = ""               # the pipeline call's extra arguments
+
+
+WORDING = {
+    SingleLabel: _Wording("text classification ({n} labels)", "classification", "",
+                          "the label with the highest probability"),
+    MultiLabel: _Wording("multi-label classification ({n} labels)", "multi-label classification",
+                         " (one sigmoid per label; a label is predicted when its probability is above 0.5)",
+                         "top_k=None returns every label with its sigmoid probability", ", top_k=None"),
+    Regression: _Wording("regression (one score per example)", "regression", "",
+                         "the score is the model's raw output (no softmax)")}
+
+
 @dataclass
 class _Facts:
     """What the card's sections share, worked out once from results, config and metadata."""
@@ -54,7 +76,7 @@ class _Facts:
     config: dict
     metadata: dict
     spec: TaskSpec | None
-    kind: str                      # the problem type
+    objective: Objective           # what the labels mean (objective/)
     names: list[str]               # label names (empty for regression)
     text_columns: list[str]
     base: Any                      # the base model as given (Hub id, alias or local path)
@@ -63,6 +85,10 @@ class _Facts:
     metric_names: list[str]
     main: Any                      # the main metric's name
     train: dict                    # results.json's "train"
+
+    @property
+    def wording(self) -> _Wording:
+        return WORDING[type(self.objective)]
 
     @property
     def pair(self) -> bool:
@@ -77,7 +103,7 @@ def _gather(model_dir: Path, results: dict, config: dict, metadata: dict) -> _Fa
     """The task, labels, inputs, base model and recorded metrics the card describes."""
     task = (metadata.get("task") or results.get("task") or config.get("task") or None)
     spec = TASKS.get(str(task).lower()) if task else None
-    labels = recorded_schema(metadata, config, results, spec) or LabelSchema(REGRESSION)
+    labels = recorded_schema(metadata, config, results, spec) or LabelSchema(Regression.kind)
     text_columns = [str(c) for c in (metadata.get("text_columns") or config.get("text_columns") or
                                      (spec.text_columns if spec else []))]
     base = metadata.get("base_model") or config.get("model") or results.get("model")
@@ -87,7 +113,7 @@ def _gather(model_dir: Path, results: dict, config: dict, metadata: dict) -> _Fa
     for metrics in eval_splits.values():
         metric_names += [m for m in metrics if m not in NOT_METRICS and m not in metric_names]
     main = results.get("main_metric") or metadata.get("main_metric")
-    return _Facts(model_dir, results, config, metadata, spec, labels.problem_type, labels.names, text_columns,
+    return _Facts(model_dir, results, config, metadata, spec, labels.objective, labels.names, text_columns,
                   base, base_hub, eval_splits, metric_names, main, results.get("train") or {})
 
 
@@ -120,17 +146,14 @@ def _glue_data(spec: TaskSpec, config: dict) -> tuple[str, str, str]:
     return data_title, data_text, f"{spec.folder} ({_code(spec.name)}): {spec.description}"
 
 
-def _custom_data(config: dict, kind: str, names: list[str]) -> tuple[str, str, str]:
+def _custom_data(config: dict, wording: _Wording, names: list[str]) -> tuple[str, str, str]:
     """(title, description, task text) of custom training data (train_file, validation_file)."""
     train_name = Path(str(config["train_file"])).name if config.get("train_file") else None
     data_title = train_name or "custom data"
     data_text = f"the file {_code(train_name)}" if train_name else "custom data"
     if config.get("validation_file"):
         data_text += f", evaluated on {_code(Path(str(config['validation_file'])).name)}"
-    task_text = {REGRESSION: "regression (one score per example)",
-                 MULTI_LABEL: f"multi-label classification ({len(names)} labels)"}.get(
-        kind, f"text classification ({len(names)} labels)")
-    return data_title, data_text, task_text
+    return data_title, data_text, wording.task.format(n=len(names))
 
 
 def _base_model_line(base: Any, base_hub: str | None) -> str:
@@ -151,21 +174,17 @@ def _overview(f: _Facts) -> list[str]:
     if f.spec is not None:
         data_title, data_text, task_text = _glue_data(f.spec, f.config)
     else:
-        data_title, data_text, task_text = _custom_data(f.config, f.kind, f.names)
-    base, base_hub, kind, metadata, config = f.base, f.base_hub, f.kind, f.metadata, f.config
+        data_title, data_text, task_text = _custom_data(f.config, f.wording, f.names)
+    base, base_hub, metadata, config = f.base, f.base_hub, f.metadata, f.config
     short_base = base_hub.split("/")[-1] if base_hub else (Path(str(base)).name if base else "model")
     lines = [f"# {short_base} fine-tuned on {data_title}", ""]
-    kind_text = {REGRESSION: REGRESSION, MULTI_LABEL: "multi-label classification"}.get(
-        kind, "classification")
     lines += [f"This model is {_code(base_hub or base) if base else 'a model'} fine-tuned with tuneloop "
               f"{metadata.get('tuneloop_version') or __version__} for {'sentence-pair' if f.pair else 'single-text'} "
-              f"{kind_text} on {data_text}.", "",
+              f"{f.wording.kind} on {data_text}.", "",
               _base_model_line(base, base_hub),
               f"- **Task:** {task_text}",
               f"- **Training data:** {data_text}",
-              f"- **Problem type:** {_code(kind)}" +
-              (" (one sigmoid per label; a label is predicted when its probability is above 0.5)"
-               if kind == MULTI_LABEL else ""),
+              f"- **Problem type:** {_code(f.objective.kind)}" + f.wording.note,
               "- **Input:** " + (" and ".join(_code(c) for c in f.text_columns) +
                                  (" (a text pair)" if f.pair else " (one text)") if f.text_columns else "—"),
               f"- **Max length:** {metadata.get('max_length') or config.get('max_length') or 'the tokenizer maximum'}"
@@ -176,7 +195,7 @@ def _overview(f: _Facts) -> list[str]:
 def _labels_section(f: _Facts) -> list[str]:
     """## Labels: the id -> label table (and the data's label separator), or what the regression score is."""
     lines = ["## Labels", ""]
-    if f.kind == REGRESSION:
+    if not f.objective.classes:
         lines += ["Regression: one score (the model outputs a single number"
                   + ("; GLUE STS-B scores run from 0 to 5" if f.spec is not None and f.spec.name == "stsb" else "")
                   + ").", ""]
@@ -280,14 +299,12 @@ def _usage_section(f: _Facts) -> list[str]:
     """## How to use: tuneloop (the saved decision rule applied), a plain transformers pipeline (raw scores), then
     tuneloop predict (a file, one example) and evaluate. MODEL stands for this folder's path (or its Hub id once
     uploaded): the card travels with the folder, so no path of the machine that trained it is written."""
-    kwargs = ", top_k=None" if f.kind == MULTI_LABEL else ""
+    kwargs = f.wording.kwargs
     example = ('{"text": "The cat sat on the mat.", "text_pair": "A cat was sitting on the mat."}' if f.pair
                else '"This was a pleasure to read."')
     ours = ('("The cat sat on the mat.", "A cat was sitting on the mat.")' if f.pair
             else '"This was a pleasure to read."')
-    what = {REGRESSION: "the score is the model's raw output (no softmax)",
-            MULTI_LABEL: "top_k=None returns every label with its sigmoid probability"}.get(
-        f.kind, "the label with the highest probability")
+    what = f.wording.pipeline
     column_hint = " and ".join(_code(c) for c in f.text_columns) if f.text_columns else "the model's text column(s)"
     texts = '"The cat sat on the mat." "A cat was sitting on the mat."' if f.pair else '"This was a pleasure to read."'
     rule = f.metadata.get("decision")

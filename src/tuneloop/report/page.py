@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ..atomic import atomic_write_bytes
 from ..layout import PLOTS_DIR, REPORT_FILE
-from ..tasks import MULTI_LABEL, REGRESSION
 from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
 from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
@@ -125,13 +124,12 @@ def _facts(run: Run) -> list[tuple]:
                       f"({held['fraction']:g}, stratified by {held['stratified_by']}, split seed {held['seed']}; "
                       "split.json lists them)"))
     facts.append(("model", results.get("model") or config.get("model") or meta.get("base_model") or "—"))
-    kind = run.problem_type
-    names = run.label_names
-    if kind == REGRESSION:
+    objective, names = run.objective, run.label_names
+    if objective is not None and not objective.classes:
         facts.append(("labels", "regression: one score"))
     elif names:
         facts.append(("labels", f"{len(names)}: " + ", ".join(names) +
-                      (" (multi-label)" if kind == MULTI_LABEL else "")))
+                      (" (multi-label)" if objective.multi_label else "")))
     if meta.get("text_columns"):
         facts.append(("text columns", ", ".join(map(str, meta["text_columns"]))))
     examples = []

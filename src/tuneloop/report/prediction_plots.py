@@ -3,7 +3,7 @@ against true (regression), F1 of each label (multi-label)."""
 
 from __future__ import annotations
 
-from ..tasks import MULTI_LABEL, REGRESSION
+from ..objective import MultiLabel, Regression
 from .figures import FIGSIZE, Plot, _figure, _png, _safe, _short
 from .run import Run
 
@@ -13,7 +13,7 @@ def plot_predictions(run: Run) -> list[Plot]:
         return [Plot("predictions", "Predictions", "", skipped="no saved predictions (predictions/eval_<split>.npz "
                      "is written at the end of training; runs from older tuneloop versions and runs still going "
                      "have none)")]
-    kind = run.problem_type
+    plot_of = PLOTS.get(type(run.objective), _confusion)
     plots = []
     for split, value in run.predictions.items():
         if isinstance(value, str):
@@ -21,12 +21,7 @@ def plot_predictions(run: Run) -> list[Plot]:
             continue
         logits, labels = value
         try:
-            if kind == REGRESSION:
-                plots.append(_scatter(split, logits, labels))
-            elif kind == MULTI_LABEL:
-                plots.append(_label_f1(split, logits, labels, run.label_names))
-            else:
-                plots.append(_confusion(split, logits, labels, run.label_names))
+            plots.append(plot_of(split, logits, labels, run.label_names))
         except Exception as e:       # odd arrays: say so on the page instead of failing the whole report
             plots.append(Plot(f"predictions_{_safe(split)}", f"Predictions: {split}", "",
                               skipped=f"could not plot the predictions ({type(e).__name__}: {str(e)[:200]})"))
@@ -73,7 +68,7 @@ def _confusion(split: str, logits, labels, names: list[str] | None) -> Plot:
     return plot
 
 
-def _scatter(split: str, logits, labels) -> Plot:
+def _scatter(split: str, logits, labels, names: list[str] | None = None) -> Plot:
     import numpy as np
 
     plot = Plot(f"scatter_{_safe(split)}", f"Predicted against true: {split}", "")
@@ -138,3 +133,5 @@ def _label_f1(split: str, logits, labels, names: list[str] | None) -> Plot:
     plot.png = _png(fig)
     return plot
 
+
+PLOTS = {Regression: _scatter, MultiLabel: _label_f1}       # single-label: the confusion matrix

@@ -12,6 +12,7 @@ from pathlib import Path
 from ..data.labels import LabelSchema, problem_type_of_outputs, recorded_schema
 from ..exceptions import TuneloopError
 from ..layout import CONFIG_FILE, METADATA_FILE, METRICS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE
+from ..objective import Objective
 from ..tasks import TASKS
 
 NOT_METRICS = ("loss", "num_samples", "epoch")
@@ -59,8 +60,8 @@ class Run:
         return (self.labels.names or None) if self.labels else None
 
     @property
-    def problem_type(self) -> str | None:
-        return self.labels.problem_type if self.labels else None
+    def objective(self) -> Objective | None:
+        return self.labels.objective if self.labels else None
 
     @property
     def primary_split(self) -> str:
