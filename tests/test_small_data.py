@@ -14,11 +14,11 @@ from conftest import write_mrpc_folder
 import tuneloop
 from tuneloop import TrainConfig
 from tuneloop.config.resolve import resolve_config
-from tuneloop.tasks import REGRESSION
+from tuneloop.objective import objective_for
 from tuneloop.training import small_data
 from tuneloop.training.state import MAX_EPOCH_EVALUATIONS, Plan
 
-SINGLE = "single_label_classification"
+SINGLE, REGRESSION = objective_for("single_label_classification"), objective_for("regression")
 
 
 def adapted(rows: int, problem: str = SINGLE, **options):

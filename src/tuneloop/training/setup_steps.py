@@ -305,7 +305,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     tokenizer = load_tokenizer(config.model)
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
-    config = small_data.adapt(config, len(data.train), data.labels.problem_type, accelerator.num_processes)
+    config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)

@@ -23,7 +23,7 @@ import logging
 import math
 
 from ..config.options import TrainConfig, with_trait
-from ..tasks import REGRESSION
+from ..objective import Objective
 from . import state
 
 log = logging.getLogger("tuneloop")
@@ -44,19 +44,19 @@ def left_to_tuneloop(config: TrainConfig, name: str) -> bool:
     return name not in (config.chosen or ())
 
 
-def applies(config: TrainConfig, train_rows: int, problem_type: str) -> bool:
-    if config.small_data == "off" or config.method != "finetune" or problem_type == REGRESSION:
+def applies(config: TrainConfig, train_rows: int, objective: Objective) -> bool:
+    if config.small_data == "off" or config.method != "finetune" or not objective.classes:   # not for regression
         return False
     return config.small_data == "on" or train_rows < SMALL_ROWS
 
 
-def adapt(config: TrainConfig, train_rows: int, problem_type: str, num_processes: int = 1) -> TrainConfig:
+def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1) -> TrainConfig:
     """The run's config with the small-data settings decided: `small_data` becomes on or off, and on small data the
     options left to tuneloop change as the module says (each change said in the log). A resumed run keeps what its
     config.yaml recorded."""
     if config.resume is not None and config.small_data != "auto":
         return config                  # config.yaml recorded it (a search trial resumes from `auto`: decided again)
-    if not applies(config, train_rows, problem_type):
+    if not applies(config, train_rows, objective):
         return config.replace(small_data="off")
     changes: dict = {"small_data": "on"}
     said = []
