@@ -126,7 +126,7 @@ def test_no_module_is_longer_than_400_lines():
 
 
 # functions allowed past 80 lines, and why (ARCHITECTURE.md says the same)
-LONG_FUNCTIONS = {"config.options.TrainConfig.validate": "one check per option, read top to bottom like the options"}
+LONG_FUNCTIONS: dict[str, str] = {}       # none today (TrainConfig.validate fell to 76 lines with DataOptions)
 
 
 def test_no_function_is_longer_than_80_lines():
