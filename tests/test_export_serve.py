@@ -291,3 +291,64 @@ def test_a_classifier_refuses_texts_it_cannot_read_in_one_line(run_dir):
             clf.predict([("a", "b"), 3])
         with pytest.raises(tuneloop.TuneloopError, match="empty list"):
             clf.predict([])
+
+
+# ---------------------------------------------------------------------------------------------- one loop, one check
+def test_every_use_of_a_model_runs_the_one_inference_loop(run_dir, tiny_model, tmp_path, monkeypatch):
+    """predict, predict_proba, logits, a DataFrame, evaluate, predict_file, serve's batches, the export's gate and a
+    run's test predictions all reach evaluation.inference.run_inference through Classifier.run, and the model is
+    never called outside it."""
+    import pandas as pd
+
+    from tuneloop.deploy.serve import predict_rows
+    from tuneloop.evaluation import inference
+    from tuneloop.predict.evaluate import predict_file
+
+    calls, inside, outside = [], [False], []
+    real = inference.run_inference
+
+    def counting(model, loader, accelerator, accumulator, desc, quiet):
+        calls.append(desc)
+        inside[0] = True
+        try:
+            return real(model, loader, accelerator, accumulator, desc, quiet)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(inference, "run_inference", counting)
+    pairs = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
+    source = tmp_path / "new.csv"
+    source.write_text("sentence1,sentence2\n" + "".join(f"{a},{b}\n" for a, b in pairs))
+    with tuneloop.load(run_dir / "model") as clf:
+        forward = clf.model.forward
+        monkeypatch.setattr(clf.model, "forward", lambda *a, **k: outside.append(not inside[0]) or forward(*a, **k))
+        uses = {"predict": lambda: clf.predict(pairs), "predict one": lambda: clf.predict(pairs[0]),
+                "predict_proba": lambda: clf.predict_proba(pairs), "logits": lambda: clf.logits(pairs),
+                "DataFrame": lambda: clf.predict(pd.DataFrame(pairs, columns=["sentence1", "sentence2"])),
+                "evaluate": lambda: clf.evaluate(),
+                "predict_file": lambda: predict_file(clf, str(source), str(tmp_path / "out.jsonl"), quiet=True),
+                "serve": lambda: predict_rows(clf, pairs)}
+        for use, call in uses.items():
+            before = len(calls)
+            call()
+            assert len(calls) > before, f"{use} did not go through the one loop"
+    assert outside and not any(outside)                       # every forward pass ran inside run_inference
+    calls.clear()
+    assert main(["export", str(run_dir), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
+    assert calls == ["Evaluating validation"] * 2             # the gate: the PyTorch model, then the exported one
+    calls.clear()
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=12, n_test=6)
+    tuneloop.train(**fast_options(tiny_model, epochs=1), task="mrpc", data_dir=str(data), predict_test=True,
+                   output_dir=str(tmp_path / "run"))
+    assert "Predicting test" in calls and (tmp_path / "run" / "predictions" / "test.tsv").is_file()
+
+
+@pytest.mark.parametrize("texts", [[], ["only one text"], [["a", "b", "c"]], [["a", "  "]], "  ", 5,
+                                   [["a", "b"], "c"], {"a": "b"}])
+def test_serve_and_predict_check_texts_with_the_same_words(run_dir, server, texts):
+    """One check of texts given in memory (predict/inputs.py): a request's texts fail as predict's do."""
+    with tuneloop.load(run_dir / "model") as clf:
+        with pytest.raises(tuneloop.TuneloopError) as refused:
+            clf.predict(texts)
+    status, answer = server.post({"texts": texts})
+    assert status == 400 and answer["error"] == str(refused.value)

@@ -7,10 +7,11 @@
     GET  /stats     → requests, rows, batches and how many rows each batch held
 
 Requests wait in a queue; one worker takes up to --max-batch-size rows (several requests) or whatever arrived
-within --max-wait-ms, sorts them by length, and runs them in length-sorted chunks on the PyTorch model or the
-ONNX Runtime session (an exported folder), off the event loop. Each row is decided by the model's saved rule
-(temperature, thresholds, abstain) as `tuneloop predict` does. Bad requests get a 4xx with a one-line message
-and never take the server down; SIGTERM stops accepting connections and finishes the requests in flight.
+within --max-wait-ms and runs them through the model's one inference loop (`Classifier.logits`, length-sorted
+batches) on the PyTorch model or the ONNX Runtime session (an exported folder), off the event loop. Each row is
+decided by the model's saved rule (temperature, thresholds, abstain) as `tuneloop predict` does. Texts are checked
+as `Classifier.predict` checks them; bad requests get a 4xx with a one-line message and never take the server
+down; SIGTERM stops accepting connections and finishes the requests in flight.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections import Counter
 from fastapi import FastAPI, Request  # needs the [serve] extra: `tuneloop serve` checks it first
 from fastapi.responses import JSONResponse
 
+from ..exceptions import TuneloopError
 from ..predict.classifier import Classifier
 
 log = logging.getLogger("tuneloop")
@@ -99,36 +101,19 @@ class BadRequest(Exception):
         self.status = status
 
 
-def parse_texts(body, pair: bool | None, max_rows: int) -> list[tuple[str, str | None]]:
-    """The request's rows as (text, second text or None); BadRequest (400/413) naming what is wrong."""
+def parse_texts(body, classifier: Classifier, max_rows: int) -> list[tuple[str, str | None]]:
+    """The request's rows as (text, second text or None), checked as `Classifier.predict` checks its texts
+    (predict/inputs.py, the same messages); BadRequest: 400 naming what is wrong, 413 past `max_rows`."""
     if not isinstance(body, dict) or "texts" not in body:
         raise BadRequest(400, 'the body must be a JSON object with "texts": a text, a list of texts, or a list of '
                               '[first, second] pairs')
     texts = body["texts"]
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, list) or not texts:
-        raise BadRequest(400, '"texts" must be a text or a non-empty list')
-    if len(texts) > max_rows:
+    if isinstance(texts, list) and len(texts) > max_rows:
         raise BadRequest(413, f"{len(texts)} rows in one request; at most {max_rows} (--max-rows)")
-    rows = []
-    for i, item in enumerate(texts, 1):
-        if isinstance(item, str):
-            row = (item, None)
-        elif isinstance(item, list) and len(item) == 2 and all(isinstance(t, str) for t in item):
-            row = (item[0], item[1])
-        else:
-            raise BadRequest(400, f"row {i}: give a text or a [first, second] pair of texts, got {str(item)[:80]}")
-        if pair is True and row[1] is None:
-            raise BadRequest(400, f"row {i}: the model reads pairs of texts; give [first, second]")
-        if pair is False and row[1] is not None:
-            raise BadRequest(400, f"row {i}: the model reads one text per row, not a pair")
-        if not row[0].strip() or (row[1] is not None and not row[1].strip()):
-            raise BadRequest(400, f"row {i}: empty text")
-        rows.append(row)
-    if len({r[1] is None for r in rows}) > 1:
-        raise BadRequest(400, "mix of single texts and pairs in one request; send one kind")
-    return rows
+    try:
+        return classifier.items(texts)[0]
+    except TuneloopError as e:
+        raise BadRequest(400, str(e)) from None
 
 
 def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: float = 5.0, max_rows: int = 256,
@@ -178,7 +163,7 @@ def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: fl
             body = json.loads(raw)
         except ValueError as e:
             raise BadRequest(400, f"the body is not JSON ({e})") from None
-        rows = parse_texts(body, classifier.pair, max_rows)
+        rows = parse_texts(body, classifier, max_rows)
         predictions = await batcher.submit(rows)
         return {"predictions": predictions, "decision_rule": rule_text,
                 "ms": round((time.perf_counter() - started) * 1000, 2)}

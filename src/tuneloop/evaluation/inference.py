@@ -19,7 +19,8 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
     from tqdm.auto import tqdm
 
     was_training = model.training
-    model.eval()
+    if was_training:                # a model already in eval mode stays as it is: walking its modules twice costs
+        model.eval()                # more than predicting one short text
     bar = tqdm(loader, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True,
                disable=quiet or not accelerator.is_main_process or not interactive())
     with torch.no_grad():
@@ -31,8 +32,40 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
             else:
                 logits, labels, docs = accelerator.gather_for_metrics((logits, batch.labels, batch.rows))
                 accumulator.add_batch(logits, labels, docs)
-    model.train(was_training)
+    if was_training:
+        model.train()
     return accumulator
+
+
+class OneProcess:
+    """What run_inference asks of an Accelerator, for inference in this process alone (a saved model used outside a
+    launch: texts in memory, serve): batches moved to the model's device, nothing to gather. Starting an Accelerator
+    (and giving its process state back) for every call would cost more than predicting one short text."""
+
+    is_main_process = True
+    num_processes = 1
+
+    def __init__(self, device):
+        self.device = device
+
+    def prepare(self, loader) -> "OnDevice":
+        return OnDevice(loader, self.device)
+
+    def gather_for_metrics(self, tensors):
+        return tensors
+
+
+class OnDevice:
+    """A DataLoader of `Batch`es, each moved to `device` as it is taken (what Accelerate's prepared loaders do)."""
+
+    def __init__(self, loader, device):
+        self.loader, self.device = loader, device
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        return (batch.to(self.device) for batch in self.loader)
 
 
 @dataclass
@@ -42,6 +75,13 @@ class Evaluation:
     metrics: dict                                  # split -> {metric: value, "loss": x, "num_samples": n}
     outputs: dict = field(default_factory=dict)    # split -> (logits, labels): a row per text, in row order
     seconds: float = 0.0
+
+    @classmethod
+    def of(cls, accumulators: dict, started: float) -> "Evaluation":
+        """From each split's Accumulator (what run_inference returns), timed from `started` (time.perf_counter)."""
+        return cls({split: acc.compute() for split, acc in accumulators.items()},
+                   {split: (acc.all_logits, acc.all_labels) for split, acc in accumulators.items()},
+                   time.perf_counter() - started)
 
     @property
     def main_split(self) -> dict:
@@ -57,21 +97,6 @@ class Evaluation:
 def evaluate(model, loaders: dict, accelerator, metric_names, objective: Objective, quiet: bool = False,
              pooling: str = "mean") -> Evaluation:
     started = time.perf_counter()
-    metrics, outputs = {}, {}
-    for split, loader in loaders.items():
-        acc = run_inference(model, loader, accelerator, Accumulator(metric_names, objective, pooling),
-                            f"Evaluating {split}", quiet)
-        metrics[split] = acc.compute()
-        outputs[split] = (acc.all_logits, acc.all_labels)
-    return Evaluation(metrics, outputs, time.perf_counter() - started)
-
-
-def predict_logits(model, tokenized, tokenizer, accelerator, objective: Objective, batch_size: int, quiet: bool,
-                   desc: str = "Predicting", pooling: str = "mean"):
-    """Logits for a tokenized split, one row per input row in its original order (batches run longest first;
-    windows are pooled back into their row)."""
-    from ..data.batching import eval_loader, make_collator
-
-    loader = eval_loader(tokenized, batch_size, make_collator(tokenizer, False, None))
-    loader = accelerator.prepare(loader)
-    return run_inference(model, loader, accelerator, Accumulator((), objective, pooling), desc, quiet).all_logits
+    accumulators = {split: run_inference(model, loader, accelerator, Accumulator(metric_names, objective, pooling),
+                                         f"Evaluating {split}", quiet) for split, loader in loaders.items()}
+    return Evaluation.of(accumulators, started)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..data.batch import MODEL_INPUTS, model_inputs
 from ..layout import ONNX_FILE
 
 OPSET = 17
@@ -39,8 +40,8 @@ class OnnxModel:
     def __call__(self, **batch):
         import torch
 
-        feed = {name: np.asarray(batch[name].cpu() if hasattr(batch[name], "cpu") else batch[name], dtype=np.int64)
-                for name in self.input_names if name in batch}
+        feed = {name: np.asarray(value.cpu() if hasattr(value, "cpu") else value, dtype=np.int64)
+                for name, value in model_inputs(batch).items() if name in self.input_names}
         logits = self.session.run(["logits"], feed)[0]
         return SimpleNamespace(logits=torch.from_numpy(logits))
 
@@ -52,10 +53,11 @@ class OnnxModel:
 
 
 def export_onnx(model, tokenizer, target: str | os.PathLike) -> list[str]:
-    """Write `target` (an .onnx file) from a transformers classification model; returns the input names."""
+    """Write `target` (an .onnx file) from a transformers classification model; returns the input names: the
+    model inputs (data/batch.MODEL_INPUTS) its tokenizer gives, in that order (the session is fed by name)."""
     import torch
 
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in tokenizer.model_input_names]
+    names = [n for n in MODEL_INPUTS if n in tokenizer.model_input_names]
     example = tokenizer(["a short text", "a somewhat longer second text"], padding=True, return_tensors="pt")
     model = model.eval().float()
 

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..objective import objective_for
-from .. import tasks
 from ..config.options import PRECISIONS
 from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
@@ -30,9 +28,11 @@ from ..model.loading import load_saved_model, read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
 from ..model.tokenizer import load_tokenizer
+from ..objective import objective_for
+from .inputs import encoded, items_of
 from .rows import decided_rows, prediction_rows
 
-CHUNK = 16                                 # rows per forward pass of in-memory texts, after sorting by length
+CHUNK = 16                                 # rows per batch of texts given in memory (data sets: --batch-size)
 
 
 def text_policy(meta: dict, tokenizer) -> TextPolicy:
@@ -84,8 +84,8 @@ class Classifier(contextlib.AbstractContextManager):
         self.path, self.backend, self.accelerator = path, backend, accelerator
         self._prepared = model if accelerator is not None else None
         self.policy = text_policy(metadata, tokenizer)
-        self.rule = DecisionRule.from_dict(metadata.get("decision")) \
-            if labels.problem_type != tasks.REGRESSION else None
+        self.objective = objective_for(labels)
+        self.rule = DecisionRule.from_dict(metadata.get("decision")) if self.objective.classes else None
         self.precision = "onnx" if backend == "onnx" else "fp32"
         self._levers = None
 
@@ -187,78 +187,32 @@ class Classifier(contextlib.AbstractContextManager):
         from .frames import as_frame, frame_items, is_frame
 
         if is_frame(texts):
-            items = self._checked(frame_items(texts, self.text_columns, self.pair, text_columns))
+            items = frame_items(texts, self.text_columns, self.pair, text_columns)
             return as_frame(self.table_rows(range(len(items)), self.logits(items), raw=raw), texts.index)
-        items, single = self._items(texts)
+        items, single = self.items(texts)
         rows = self.rows(self.logits(items), raw=raw)
         return rows[0] if single else rows
 
     def predict_proba(self, texts, *, raw: bool = False) -> np.ndarray:
         """Class probabilities, a row per input and a column per label (in `labels` order)."""
         from .frames import frame_items, is_frame
-        from .rows import probabilities
 
-        items = self._checked(frame_items(texts, self.text_columns, self.pair)) if is_frame(texts) else \
-            self._items(texts)[0]
+        items = frame_items(texts, self.text_columns, self.pair) if is_frame(texts) else self.items(texts)[0]
         logits = self.logits(items)
         rule = self.decision_rule(raw)
-        return rule.probabilities(logits) if rule is not None else probabilities(logits, self.problem_type)
+        return rule.probabilities(logits) if rule is not None else self.objective.probabilities(logits)
 
-    def _items(self, texts) -> tuple[list[tuple[str, str | None]], bool]:
-        if isinstance(texts, str):
-            return self._checked([(texts, None)]), True
-        if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
-            return self._checked([texts]), True
-        if isinstance(texts, (list, tuple)) or hasattr(texts, "__iter__"):
-            items = []
-            for i, item in enumerate(texts):
-                if isinstance(item, str):
-                    items.append((item, None))
-                elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
-                    items.append((item[0], item[1]))
-                else:
-                    raise TuneloopError(f"texts[{i}]: give a text or a (first, second) pair of texts, got "
-                                        f"{str(item)[:80]!r}")
-            return self._checked(items), False
-        raise TuneloopError(f"texts: give a text, a (first, second) pair or a list of them, got {type(texts).__name__}")
-
-    def _checked(self, items: list) -> list:
-        if not items:
-            raise TuneloopError("texts: nothing to predict (an empty list)")
-        kinds = {b is None for _, b in items}
-        if len(kinds) > 1:
-            raise TuneloopError("texts: a mix of single texts and pairs; give one kind")
-        if self.pair is True and items[0][1] is None:
-            raise TuneloopError(f"the model reads pairs of texts ({', '.join(self.text_columns)}); give "
-                                "(first, second) pairs")
-        if self.pair is False and items[0][1] is not None:
-            raise TuneloopError("the model reads one text per row, not pairs")
-        return items
+    def items(self, texts) -> tuple[list[tuple[str, str | None]], bool]:
+        """(rows as (text, second text or None), whether one input was given rather than a list): `texts` as
+        `predict` takes them, checked against what the model reads (predict/inputs.py, which serve's requests go
+        through too); a TuneloopError names what is wrong."""
+        return items_of(texts, self.pair, self.text_columns)
 
     def logits(self, items: list[tuple[str, str | None]]) -> np.ndarray:
-        """Logits, a row per (text, second text or None), in order: tokenized as the run read its texts (long
-        texts cut or windowed and pooled back), run in length-sorted chunks of CHUNK rows."""
-        import torch
-
-        from ..data.tokenize import Tokenize
-        from ..evaluation.metrics import pool_windows
-
-        n = len(items)
-        encoded = Tokenize(self.tokenizer, self.policy, items[0][1] is not None, None)(
-            {"idx": list(range(n)), "pos": list(range(1, n + 1)), "id": [str(i) for i in range(n)],
-             "text_a": [a for a, _ in items], "text_b": [b for _, b in items], "label": [None] * n})
-        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in encoded]
-        order = np.argsort([len(ids) for ids in encoded["input_ids"]], kind="stable")
-        logits, device = [None] * len(order), self.device
-        with torch.no_grad():
-            for start in range(0, len(order), CHUNK):
-                chunk = order[start:start + CHUNK]
-                inputs = self.tokenizer.pad({k: [encoded[k][i] for i in chunk] for k in keys}, return_tensors="pt")
-                out = self.model(**{k: v.to(device) for k, v in inputs.items()}).logits.float().cpu().numpy()
-                for i, row in zip(chunk, out):
-                    logits[i] = row
-        return pool_windows(np.stack(logits), None, np.asarray(encoded["doc"]), objective_for(self.label_schema),
-                            self.policy.pooling)[0]
+        """Logits, a row per (text, second text or None) — checked rows, as `items` gives them — in order: tokenized
+        as the run read its texts (long texts cut or windowed and pooled back), then `run` in batches of CHUNK
+        rows, longest first."""
+        return self.run(encoded(items, self.tokenizer, self.policy), batch_size=CHUNK).all_logits
 
     def rows(self, logits: np.ndarray, *, raw: bool = False) -> list[dict]:
         """{"label", "probabilities"} (or {"score"}) per row of logits, under the rule unless `raw`."""
@@ -271,22 +225,35 @@ class Classifier(contextlib.AbstractContextManager):
         return prediction_rows(list(ids), logits, self.label_schema,
                                rule.without_abstain() if glue and rule is not None else rule)
 
-    # -- tokenized data sets and files (every process of a launch takes its share) -----------------------------
-    def dataset_logits(self, tokenized, batch_size: int = 64, quiet: bool = True, desc: str = "Predicting"):
-        """Logits for a tokenized split (data/tokenize.py), a row per input row in order, gathered over processes."""
-        from ..evaluation.inference import predict_logits
+    # -- the one inference loop: texts in memory, data sets and files (a launch's processes each take a share) --
+    def run(self, rows, *, batch_size: int = 64, quiet: bool = True, desc: str = "Predicting", metric_names=(),
+            pooling: str | None = None):
+        """Every prediction of this model goes through here (predict, predict_proba, logits, evaluate, predict_file,
+        serve, the export's gate, a run's test predictions): `rows` — a tokenized split (data/tokenize.tokenize;
+        labels kept when it has them) or texts in memory (predict/inputs.encoded) — in batches of `batch_size`,
+        longest first (data/batching.eval_loader), through evaluation.inference.run_inference, the loop training's
+        evaluation runs. Inside `accelerated()` (or a run) every process takes its share and the results are
+        gathered; otherwise it runs in this process on the model's device. Returns the Accumulator: `all_logits`
+        (a row per input row, in order, windows pooled by `pooling`, the model's own by default), `all_labels`,
+        and `compute()` for `metric_names`."""
+        from ..data.batching import eval_loader, make_collator
+        from ..evaluation.inference import OneProcess, run_inference
+        from ..evaluation.metrics import Accumulator
 
-        with self._accelerated() as (model, accelerator):
-            return predict_logits(model, tokenized, self.tokenizer, accelerator, objective_for(self.label_schema),
-                                  batch_size,
-                                  quiet, desc, self.policy.pooling)
+        accelerator = self.accelerator if self.accelerator is not None else OneProcess(self.device)
+        model = self._prepared if self.accelerator is not None else self.model
+        loader = accelerator.prepare(eval_loader(rows, batch_size, make_collator(self.tokenizer, False, None)))
+        accumulator = Accumulator(metric_names, self.objective, pooling or self.policy.pooling)
+        return run_inference(model, loader, accelerator, accumulator, desc, quiet)
 
     @contextlib.contextmanager
-    def _accelerated(self):
-        """(model, accelerator): the run's own inside a run (or an enclosing call's); otherwise an Accelerator for
-        this call, its process state given back afterwards."""
+    def accelerated(self):
+        """A context in which `run` shares data sets out over the processes of an `accelerate launch` (each takes
+        its share; results are gathered); it yields the Accelerator, for `main_process_first()` and
+        `is_main_process` (only the main process writes). Inside a run (or an enclosing call) that is the run's
+        own; otherwise one made for this context, its process state given back afterwards."""
         if self.accelerator is not None:
-            yield self._prepared, self.accelerator
+            yield self.accelerator
             return
         from accelerate import Accelerator
 
@@ -296,7 +263,7 @@ class Classifier(contextlib.AbstractContextManager):
             self.accelerator = Accelerator(cpu=self.device.type == "cpu")
             self._prepared = self.accelerator.prepare(self.model) if self.backend == "pytorch" else self.model
             try:
-                yield self._prepared, self.accelerator
+                yield self.accelerator
             finally:
                 self.accelerator = self._prepared = None
 

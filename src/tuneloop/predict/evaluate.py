@@ -15,7 +15,6 @@ from ..data.sources import load_user_files
 from ..data.tokenize import tokenize
 from ..decision.fit import decided_metrics
 from ..exceptions import DataError
-from ..objective import objective_for
 from .rows import write_predictions
 
 
@@ -45,27 +44,28 @@ def data_config_for(clf, overrides: dict) -> DataOptions:
 
 
 def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = False):
-    """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two."""
-    from ..data.batching import eval_loader, make_collator
-    from ..evaluation.inference import evaluate
+    """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two. Each
+split goes through the model's one inference loop (`Classifier.run`), shared out over a launch's processes."""
+    import time
+
+    from ..evaluation.inference import Evaluation
     from ..evaluation.metrics import per_class
 
     config = data_config_for(clf, overrides)
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
     quiet = overrides.get("quiet", default("quiet"))
-    with clf._accelerated() as (model, accelerator):
+    with clf.accelerated() as accelerator:
         with accelerator.main_process_first():
             data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
                                 text_columns=clf.metadata.get("text_columns"))
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
-        collator = make_collator(clf.tokenizer, False, None)
-        loaders = {n: accelerator.prepare(eval_loader(ds, batch_size, collator))
-                   for n, ds in data.evaluation.items()}
         task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
         names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
-        result = evaluate(model, loaders, accelerator, names, objective_for(labels), quiet,
-                          config.window_pooling)
+        started = time.perf_counter()
+        result = Evaluation.of({split: clf.run(ds, batch_size=batch_size, quiet=quiet, desc=f"Evaluating {split}",
+                                               metric_names=names, pooling=config.window_pooling)
+                                for split, ds in data.evaluation.items()}, started)
         per_split, rule = result.metrics, clf.decision_rule(raw)
         if rule is not None:
             per_split = {split: decided_metrics(rule, names, logits, gold)
@@ -92,8 +92,8 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
     data = load_user_files(None, None, input_path, text_columns, None,
                            known_text=known_text(input_path, clf.metadata, text_columns))
     tokenized = tokenize(data.test["test"], clf.tokenizer, clf.policy, data.pair, None, "Tokenizing")
-    with clf._accelerated() as (_, accelerator):
-        logits = clf.dataset_logits(tokenized, batch_size, quiet)
+    with clf.accelerated() as accelerator:
+        logits = clf.run(tokenized, batch_size=batch_size, quiet=quiet).all_logits
         rows = clf.table_rows(data.test["test"]["id"], logits, raw=raw, glue=glue)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,

@@ -4,6 +4,7 @@ as a DataFrame with the input's index, `label` (or `score`) and one `prob_<class
 from __future__ import annotations
 
 from ..exceptions import TuneloopError
+from .inputs import Framed, checked
 
 
 def is_frame(data) -> bool:
@@ -31,20 +32,13 @@ def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -
 
 
 def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> list[tuple[str, str | None]]:
-    """(text, second text or None) per row; an empty or missing cell is an error naming its row and column."""
+    """(text, second text or None) per row, checked as every input is (inputs.checked): an empty or missing cell is
+    an error naming its row and column."""
     if type(frame).__name__ == "Series":
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
     columns = text_columns_of(frame, recorded, pair, given)
-    items = []
-    for index, values in zip(frame.index, frame[columns].itertuples(index=False, name=None)):
-        for column, value in zip(columns, values):
-            if not isinstance(value, str) or not value.strip():
-                raise TuneloopError(f"DataFrame: row with index {index!r}: column {column!r} has no text (got "
-                                    f"{value!r})")
-        items.append((values[0], values[1] if len(values) > 1 else None))
-    if not items:
-        raise TuneloopError("DataFrame: no rows to predict")
-    return items
+    rows = list(frame[columns].itertuples(index=False, name=None))
+    return checked(rows, pair, recorded, Framed(frame.index, columns))
 
 
 def as_frame(flat_rows: list[dict], index):

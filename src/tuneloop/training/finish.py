@@ -7,12 +7,12 @@ from __future__ import annotations
 import logging
 import time
 
-from .. import tasks
 from ..decision.fit import fit_decision
 from ..decision.rule import DecisionRule
 from ..evaluation.inference import Evaluation
 from ..layout import PREDICTIONS_DIR
 from ..model.loading import save_model
+from ..objective import objective_for
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
 
@@ -22,15 +22,15 @@ log = logging.getLogger("tuneloop")
 def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None, dict | None]:
     """(the rule, results.json's "decision" section): temperature, thresholds and abstain level fitted on the final
     evaluation's first split (decision/fit.py), measured cross-fitted; (None, None) for regression."""
-    kind, cfg = run.data.labels.problem_type, run.config
-    if kind == tasks.REGRESSION:
+    objective, cfg = objective_for(run.data.labels), run.config
+    if not objective.classes:
         return None, None
     logits, labels = next(iter(evaluation.outputs.values()))
     names = run.data.labels.names
     options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
                "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
                "positive": names.index(cfg.positive_label) if cfg.positive_label else 1}
-    rule, report = fit_decision(logits, labels, kind, options, cfg.seed)
+    rule, report = fit_decision(logits, labels, objective, options, cfg.seed)
     c = report["calibration"]
     log.info(f"decision rule: {rule.describe()} | how far confidence is from accuracy (ECE) {c['ece_before']:.4f} → "
              f"{c['ece_after']:.4f}, loss on the validation rows (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}, "
@@ -60,7 +60,8 @@ def predict_test(run, rule: DecisionRule | None) -> None:
         log.warning("--predict-test: this data has no test split (give --test-file FILE)")
     clf = Classifier(run.model, run.tokenizer, model_metadata(run, rule), run.data.labels, accelerator=run.accelerator)
     for split, ds in run.data.test.items():
-        logits = clf.dataset_logits(ds, run.config.eval_batch_size, run.config.quiet, f"Predicting {split}")
+        logits = clf.run(ds, batch_size=run.config.eval_batch_size, quiet=run.config.quiet,
+                         desc=f"Predicting {split}").all_logits
         if run.accelerator.is_main_process:
             ids, folder = list(run.data.raw.test[split]["id"]), run.output_dir / PREDICTIONS_DIR
             rows = clf.table_rows(ids, logits)

@@ -1,0 +1,129 @@
+"""Texts given in memory, checked in one place: what `Classifier.predict` / `predict_proba` take (a text, a pair,
+a list of either, or a pandas DataFrame read by frames.py) and the texts of a `tuneloop serve` request all go
+through `checked`, so the same bad input gets the same message everywhere: at least one row, every row a text or
+a [first, second] pair of texts with something in each, one kind throughout, and the kind the model reads."""
+
+from __future__ import annotations
+
+from ..exceptions import TuneloopError
+
+Item = tuple[str, "str | None"]          # (text, second text or None)
+
+
+class Listed:
+    """How messages name the rows of a list: `texts[i], row i+1` (the Python index, and the count people use)."""
+
+    name = "texts"
+    empty = "texts: nothing to predict (an empty list); give a text or a non-empty list"
+
+    def where(self, i: int) -> str:
+        return f"texts[{i}], row {i + 1}"
+
+    def no_text(self, i: int, part: int, value) -> str:
+        return f"{self.where(i)}: empty text" + (" (the second of the pair)" if part else "")
+
+
+class Framed:
+    """How messages name the rows of a DataFrame: by index and column."""
+
+    name = "DataFrame"
+    empty = "DataFrame: no rows to predict"
+
+    def __init__(self, index, columns: list[str]):
+        self.index, self.columns = list(index), columns
+
+    def where(self, i: int) -> str:
+        return f"DataFrame: row with index {self.index[i]!r}"
+
+    def no_text(self, i: int, part: int, value) -> str:
+        return f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
+
+
+LISTED = Listed()
+
+
+def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED) -> list[Item]:
+    """`rows` — a tuple per row: (text,) or (first, second) — as (text, second text or None), once every rule
+    holds; otherwise a TuneloopError naming the first row that breaks one (`names`: Listed or Framed). `pair`:
+    whether the model reads pairs (None: unknown, either kind)."""
+    if not rows:
+        raise TuneloopError(names.empty)
+    for i, row in enumerate(rows):
+        for part, value in enumerate(row):
+            if not isinstance(value, str) or not value.strip():
+                raise TuneloopError(names.no_text(i, part, value))
+    if len({len(row) for row in rows}) > 1:
+        raise TuneloopError(f"{names.name}: a mix of single texts and pairs; give one kind")
+    if pair is True and len(rows[0]) == 1:
+        reads = f" ({', '.join(text_columns)})" if text_columns else ""
+        raise TuneloopError(f"the model reads pairs of texts{reads}; give [first, second] pairs")
+    if pair is False and len(rows[0]) == 2:
+        raise TuneloopError("the model reads one text per row, not pairs")
+    return [(row[0], row[1] if len(row) == 2 else None) for row in rows]
+
+
+def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], bool]:
+    """(checked rows, whether one input was given rather than a list) for a text, a (first, second) pair, or a list
+    (any iterable but a mapping) of texts and [first, second] pairs — from Python or a JSON body alike."""
+    if isinstance(texts, str):
+        return checked([(texts,)], pair, text_columns), True
+    if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
+        return checked([texts], pair, text_columns), True
+    if isinstance(texts, (bytes, dict)) or not hasattr(texts, "__iter__"):
+        raise TuneloopError(f"texts: give a text, a [first, second] pair or a list of them, got "
+                            f"{type(texts).__name__}")
+    rows = []
+    for i, item in enumerate(texts):
+        if isinstance(item, str):
+            rows.append((item,))
+        elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
+            rows.append(tuple(item))
+        else:
+            raise TuneloopError(f"{LISTED.where(i)}: give a text or a [first, second] pair of texts, got "
+                                f"{str(item)[:80]!r}")
+    return checked(rows, pair, text_columns), False
+
+
+class Encoded:
+    """Tokenized rows held in memory, with the few `datasets.Dataset` methods the evaluation loader uses
+    (data/batching.eval_loader: column_names, a column, select, select_columns, with_format, a row); building a
+    Dataset would cost more than predicting one text."""
+
+    def __init__(self, columns: dict, order=None):
+        self.columns = columns
+        self.order = list(range(len(columns["input_ids"]))) if order is None else list(order)
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            column = self.columns[key]
+            return [column[i] for i in self.order]
+        row = self.order[key]
+        return {name: column[row] for name, column in self.columns.items()}
+
+    def select(self, indices) -> "Encoded":
+        return Encoded(self.columns, [self.order[int(i)] for i in indices])
+
+    def select_columns(self, names) -> "Encoded":
+        return Encoded({name: self.columns[name] for name in names}, self.order)
+
+    def with_format(self, kind) -> "Encoded":           # rows stay lists; the collator makes the tensors
+        return self
+
+
+def encoded(items: list[Item], tokenizer, policy) -> Encoded:
+    """Checked rows tokenized as a run reads its texts (data/tokenize.Tokenize: long texts cut or windowed, each
+    piece carrying its row in `doc`)."""
+    from ..data.tokenize import Tokenize
+
+    n = len(items)
+    columns = Tokenize(tokenizer, policy, items[0][1] is not None, None)(
+        {"idx": list(range(n)), "pos": list(range(1, n + 1)), "id": [str(i) for i in range(n)],
+         "text_a": [a for a, _ in items], "text_b": [b for _, b in items], "label": [None] * n})
+    return Encoded(dict(columns))
