@@ -18,11 +18,13 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
     duplicates that even batches add at the end (`gather_for_metrics`)."""
     from tqdm.auto import tqdm
 
+    # a model already in eval mode is left as it is, and no bar is made unless shown: walking the modules twice
+    # (~0.5 ms for MiniLM) and a disabled bar (~50 µs) cost more than the rest of predicting one short text
     was_training = model.training
-    if was_training:                # a model already in eval mode stays as it is: walking its modules twice costs
-        model.eval()                # more than predicting one short text
-    bar = tqdm(loader, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True,
-               disable=quiet or not accelerator.is_main_process or not interactive())
+    if was_training:
+        model.eval()
+    shown = not quiet and accelerator.is_main_process and interactive()
+    bar = tqdm(loader, desc=desc, leave=False, file=sys.stderr, dynamic_ncols=True) if shown else loader
     with torch.no_grad():
         for batch in bar:                            # data/batch.Batch: inputs, labels, rows apart
             logits = model(**batch.inputs).logits
