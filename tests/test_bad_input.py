@@ -110,6 +110,8 @@ def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_d
     check(*run_cli(["predict", "--model", str(out / "model"), "--input", str(odd), "--output",
                     str(tmp_path / "p.csv")], capsys), "odd.csv", "--text-columns")
     assert not (tmp_path / "p.csv").exists()
+    # one example on the command line is checked as predict() and serve check texts (predict/inputs.py)
+    check(*run_cli(["predict", "--model", str(out / "model"), "the cat", "  "], capsys), "empty text")
 
 
 def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):

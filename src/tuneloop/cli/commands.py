@@ -105,8 +105,8 @@ def cmd_predict(ns) -> int:
             if recorded and len(ns.texts) != len(recorded):
                 raise TuneloopError(f"the model reads {len(recorded)} text(s) ({', '.join(recorded)}); give "
                                     f"{len(recorded)} quoted argument(s), got {len(ns.texts)}")
-            item = (ns.texts[0], ns.texts[1] if len(ns.texts) > 1 else None)
-            row = clf.table_rows(["0"], clf.logits([item]), raw=ns.raw)[0]
+            items, _ = clf.items(ns.texts[0] if len(ns.texts) == 1 else tuple(ns.texts))   # checked as predict checks
+            row = clf.table_rows(["0"], clf.logits(items), raw=ns.raw)[0]
             row.pop("id")
             print(json.dumps(row))
             return 0
