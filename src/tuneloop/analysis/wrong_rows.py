@@ -8,25 +8,25 @@ import numpy as np
 from ..objective import MultiLabel, Regression, SingleLabel
 
 
-def _score_row(row: dict, prob, pred, label, schema) -> tuple[float, dict]:
+def _score_row(row: dict, prob, pred, label, schema, objective) -> tuple[float, dict]:
     """Regression: every row, by its absolute error."""
     row.update(gold=float(label), predicted=round(float(pred), 6), abs_error=round(abs(float(pred) - float(label)), 6))
     return row["abs_error"], row
 
 
-def _label_set_row(row: dict, prob, pred, label, schema) -> tuple[float, dict] | None:
+def _label_set_row(row: dict, prob, pred, label, schema, objective) -> tuple[float, dict] | None:
     """Multi-label: a row with any label wrong, by the largest distance between a wrong label's probability and
     its target."""
-    gold, pred = schema.objective.binarize(label), pred > 0
+    gold, pred = objective.binarize(label), pred > 0
     if not (gold != pred).any():
         return None
     wrongness = float(np.abs(prob - label)[gold != pred].max())
-    row.update(gold=schema.objective.name(label, schema), predicted=schema.objective.name(pred, schema),
+    row.update(gold=objective.name(label, schema), predicted=objective.name(pred, schema),
                confidence_wrong=round(wrongness, 6))
     return wrongness, row
 
 
-def _class_row(row: dict, prob, pred, label, schema) -> tuple[float, dict] | None:
+def _class_row(row: dict, prob, pred, label, schema, objective) -> tuple[float, dict] | None:
     """Single-label: a wrong row, by the probability of the predicted class."""
     if pred == label:
         return None
@@ -52,7 +52,7 @@ def error_rows(table, logits: np.ndarray, labels: np.ndarray, schema) -> list[di
     rows = []
     for i in range(len(labels)):
         row = {"id": ids[i], **{k: v[i] for k, v in texts.items()}}
-        found = wrong_row(row, probs[i], preds[i], labels[i], schema)
+        found = wrong_row(row, probs[i], preds[i], labels[i], schema, objective)
         if found is not None:
             rows.append(found)
     return [row for _, row in sorted(rows, key=lambda pair: -pair[0])]

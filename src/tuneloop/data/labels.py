@@ -24,7 +24,8 @@ class LabelSchema:
 
     @property
     def objective(self):
-        """What these labels mean for a model's outputs (objective/): loss, probabilities, predictions."""
+        """What these labels mean for a model's outputs (objective/): loss, probabilities, predictions (a new one
+        each time: a schema travels into `datasets.map`'s fingerprint, so it holds no derived state)."""
         from ..objective import objective_for
 
         return objective_for(self)

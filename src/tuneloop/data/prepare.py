@@ -58,10 +58,11 @@ def holds_out_validation(config: DataOptions) -> bool:
 
 
 def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = None, with_train: bool = True,
-                 with_test: bool = False, text_columns=None, saved_split: dict | None = None) -> PreparedData:
+                 with_test: bool = False, text_columns=None, saved_split: dict | None = None,
+                 fold: tuple[int, int] | None = None) -> PreparedData:
     """Read, map labels, hold out a validation split when there is none, tokenize (cached by `datasets`).
-    `config`: the data options (a TrainConfig is one; a k-fold run's also names its fold). `labels` given (a trained
-    model's) skips inference; `saved_split`: a run folder's split.json to reuse."""
+    `config`: the data options (a TrainConfig is one). `labels` given (a trained model's) skips inference;
+    `saved_split`: a run folder's split.json to reuse; `fold`: (k, K), a k-fold run's held-out fold."""
     task = get_task(config.task)
     held_out = holds_out_validation(config)
     raw = load_raw(config, with_train=with_train or held_out, with_test=with_test, text_columns=text_columns)
@@ -72,7 +73,6 @@ def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = No
                                     raw.source.get("train", "training data"), task)
     held = None
     if held_out and not raw.evaluation:
-        fold = (config.fold, config.folds) if getattr(config, "fold", None) is not None else None
         train, validation, held = hold_out(raw.train, labels, config.validation_split, config.split_seed,
                                             raw.source["train"], saved_split, fold)
         raw.train = train if with_train else None

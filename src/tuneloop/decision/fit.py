@@ -26,31 +26,31 @@ MIN_ERRORS = 3             # fewer wrong predictions: NLL falls without end as T
 MIN_CLASS_ROWS = 5         # a threshold needs this many rows on each side (binary) / of each label (multi-label)
 
 
-def _errors(logits: np.ndarray, labels: np.ndarray, kind: Objective) -> int:
+def _errors(logits: np.ndarray, labels: np.ndarray, problem: Objective) -> int:
     """Wrong decisions (multi-label: wrong (row, label) pairs) of the identity rule."""
-    return int((kind.gold(labels) != DecisionRule(kind=kind.kind).predictions(logits)).sum())
+    return int((problem.gold(labels) != DecisionRule(kind=problem.kind).predictions(logits)).sum())
 
 
-def trusted_temperature(logits: np.ndarray, labels: np.ndarray, kind: Objective) -> tuple[float, str | None]:
+def trusted_temperature(logits: np.ndarray, labels: np.ndarray, problem: Objective) -> tuple[float, str | None]:
     """(the temperature to apply, why the fitted one is not applied or None)."""
     n, (low, high) = len(labels), TEMPERATURE_RANGE
     raw = "; the probabilities stay the raw scores (T = 1)"
     if n < MIN_FIT_ROWS:
         return 1.0, f"calibration not applied: {n} validation rows are too few to fit a temperature on " \
                     f"(fewer than {MIN_FIT_ROWS}){raw}"
-    errors = _errors(logits, labels, kind)
+    errors = _errors(logits, labels, problem)
     if errors < MIN_ERRORS:
         return 1.0, f"calibration not applied: {errors} wrong prediction(s) on the {n} validation rows are too few " \
                     f"to fit a temperature on (it would shrink toward {low} and push every probability to 1){raw}"
-    temperature = fit_temperature(logits, labels, kind)
+    temperature = fit_temperature(logits, labels, problem)
     if temperature <= low * 1.05 or temperature >= high / 1.05:
         return 1.0, f"calibration not applied: the fitted temperature ({temperature:.3g}) is at the edge of its " \
                     f"search range ({low:g} to {high:g}), so the validation rows do not pin it down{raw}"
     return temperature, None
 
 
-def _thresholds_trusted(labels: np.ndarray, kind: Objective, positive: int) -> str | None:
-    n, sides = len(labels), kind.cut_targets(labels, positive)
+def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int) -> str | None:
+    n, sides = len(labels), problem.cut_targets(labels, positive)
     counts = np.minimum(sides.sum(0), (~sides).sum(0))           # the rarer side of each cut-off
     if n < MIN_FIT_ROWS or counts.min() < MIN_CLASS_ROWS:
         return (f"thresholds not applied: {n} validation rows with {int(counts.min())} on the rarer side are too "
@@ -59,14 +59,14 @@ def _thresholds_trusted(labels: np.ndarray, kind: Objective, positive: int) -> s
     return None
 
 
-def _folds(labels: np.ndarray, kind: Objective, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
+def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
     """Two (fit rows, measured rows) pairs, stratified by class for single-label; None when too few rows."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     n = len(labels)
     if n < MIN_CROSS_FIT:
         return None
-    y = kind.classes_of(labels)
+    y = problem.classes_of(labels)
     if y is None:
         return list(KFold(2, shuffle=True, random_state=seed).split(np.zeros(n)))
     if np.bincount(y)[np.unique(y)].min() < 2:
@@ -74,39 +74,40 @@ def _folds(labels: np.ndarray, kind: Objective, seed: int) -> list[tuple[np.ndar
     return list(StratifiedKFold(2, shuffle=True, random_state=seed).split(np.zeros(n), y))
 
 
-def _fit(logits, labels, kind, options) -> DecisionRule:
+def _fit(logits, labels, problem, options) -> DecisionRule:
     """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
-    temperature, note = trusted_temperature(logits, labels, kind) if options["calibrate"] == "temperature" \
+    temperature, note = trusted_temperature(logits, labels, problem) if options["calibrate"] == "temperature" \
         else (1.0, None)
-    rule = DecisionRule(kind=kind.kind, temperature=round(temperature, 6), abstain_below=options["abstain_below"],
-                        abstain_label=options["abstain_label"], positive=options.get("positive", 1))
+    rule = DecisionRule(kind=problem.kind, temperature=round(temperature, 6),
+                        abstain_below=options["abstain_below"], abstain_label=options["abstain_label"],
+                        positive=options.get("positive", 1))
     rule.notes = [note] if note else []
     if options["decision"] == "threshold":
-        refused = _thresholds_trusted(labels, kind, rule.positive)
+        refused = _thresholds_trusted(labels, problem, rule.positive)
         if refused:
             rule.notes.append(refused)
         else:
-            rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, kind, options["objective"],
+            rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, problem, options["objective"],
                                                     rule.positive)
             rule.notes += [f"--optimize-threshold-for: {n}" for n in notes]
             rule.objective = options["objective"]
     return rule
 
 
-def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str | Objective, options: dict, seed: int = 0
+def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objective, options: dict, seed: int = 0
                  ) -> tuple[DecisionRule, dict]:
-    """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `kind`: the
+    """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `problem`: the
     Objective or its problem type's name; `options`: calibrate (none|temperature), decision (argmax|threshold),
     objective, abstain_below, abstain_label."""
-    logits, kind = np.asarray(logits, dtype=np.float64), objective_for(kind)
-    rule = _fit(logits, labels, kind, options)
-    folds = _folds(labels, kind, seed)
-    raw = DecisionRule(kind=kind.kind).probabilities(logits)
-    default = DecisionRule(kind=kind.kind).predictions(logits)
+    logits, problem = np.asarray(logits, dtype=np.float64), objective_for(problem)
+    rule = _fit(logits, labels, problem, options)
+    folds = _folds(labels, problem, seed)
+    raw = DecisionRule(kind=problem.kind).probabilities(logits)
+    default = DecisionRule(kind=problem.kind).predictions(logits)
     probs = np.zeros_like(logits)
     tuned = np.zeros(default.shape, dtype=np.int64)
     for fit_rows, measured in folds or [(np.arange(len(labels)), np.arange(len(labels)))]:
-        part = _fit(logits[fit_rows], labels[fit_rows], kind, options) if folds else rule
+        part = _fit(logits[fit_rows], labels[fit_rows], problem, options) if folds else rule
         probs[measured] = part.probabilities(logits[measured])
         tuned[measured] = part.predictions(logits[measured])
     n = len(labels)
@@ -115,20 +116,21 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, kind: str | Objective, 
     rule.fitted_on = f"all {n} validation rows"
     report = {"rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": how,
               "calibration": {"method": options["calibrate"], "temperature": rule.temperature,
-                              "ece_before": round(ece(raw, labels, kind), 4),
-                              "ece_after": round(ece(probs, labels, kind), 4),
-                              "nll_before": round(nll(raw, labels, kind), 4),
-                              "nll_after": round(nll(probs, labels, kind), 4)},
-              "reliability": {"before": reliability(raw, labels, kind), "after": reliability(probs, labels, kind)}}
+                              "ece_before": round(ece(raw, labels, problem), 4),
+                              "ece_after": round(ece(probs, labels, problem), 4),
+                              "nll_before": round(nll(raw, labels, problem), 4),
+                              "nll_after": round(nll(probs, labels, problem), 4)},
+              "reliability": {"before": reliability(raw, labels, problem),
+                              "after": reliability(probs, labels, problem)}}
     if rule.thresholds:
         report["thresholds"] = {"objective": rule.objective, "values": rule.thresholds,
                                 "positive": rule.positive,
-                                "at_default": _rounded(kind.decision_metrics(default, labels, rule.positive)),
-                                "at_tuned": _rounded(kind.decision_metrics(tuned, labels, rule.positive))}
-    curve = coverage_curve(probs, labels, kind, tuned)
+                                "at_default": _rounded(problem.decision_metrics(default, labels, rule.positive)),
+                                "at_tuned": _rounded(problem.decision_metrics(tuned, labels, rule.positive))}
+    curve = coverage_curve(probs, labels, problem, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:
-        report["abstain"].update(zip(("coverage", "accuracy"), coverage_curve(probs, labels, kind, tuned,
+        report["abstain"].update(zip(("coverage", "accuracy"), coverage_curve(probs, labels, problem, tuned,
                                                                                (rule.abstain_below,))[0][1:]))
     if rule.notes:
         report["notes"] = rule.notes
@@ -145,12 +147,12 @@ def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.nd
     accuracy (multi-label: exact match) on the rows it answers."""
     from ..evaluation.metrics import compute
 
-    kind = rule.problem
+    problem = rule.problem
     probs = rule.probabilities(logits)
-    out = compute(names, rule.decision_logits(logits), labels, kind)
-    out.update(loss=nll(probs, labels, kind), ece=ece(probs, labels, kind), num_samples=len(labels))
+    out = compute(names, rule.decision_logits(logits), labels, problem)
+    out.update(loss=nll(probs, labels, problem), ece=ece(probs, labels, problem), num_samples=len(labels))
     if rule.abstain_below is not None:
-        level, coverage, accuracy = coverage_curve(probs, labels, kind, rule.predictions(logits),
+        level, coverage, accuracy = coverage_curve(probs, labels, problem, rule.predictions(logits),
                                                    (rule.abstain_below,))[0]
         out.update(coverage=coverage, accuracy_answered=accuracy)
     return out

@@ -119,8 +119,9 @@ class Objective:
         raise NotImplementedError
 
     def predicted_from(self, probs: np.ndarray) -> np.ndarray:
-        """The default decision from probabilities instead of logits (the same answer `predictions` gives)."""
-        raise NotImplementedError
+        """The default decision from probabilities instead of logits (the same answer `predictions` gives; argmax
+        is the same on both, a 0.5 cut is not: MultiLabel has its own)."""
+        return self.predictions(probs)
 
     def classes_of(self, labels: np.ndarray) -> np.ndarray | None:
         """Each row's one class, what a split stratifies by; None where a row has no one class."""

@@ -64,9 +64,6 @@ class SingleLabel(Objective):
     def counts(self, labels):
         return np.bincount(self.gold(labels), minlength=self.num_labels)
 
-    def predicted_from(self, probs):
-        return np.asarray(probs).argmax(-1)
-
     def classes_of(self, labels):
         return self.gold(labels)
 

@@ -12,7 +12,6 @@ from ..decision.rule import DecisionRule
 from ..evaluation.inference import Evaluation
 from ..layout import PREDICTIONS_DIR
 from ..model.loading import save_model
-from ..objective import objective_for
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
 
@@ -22,7 +21,7 @@ log = logging.getLogger("tuneloop")
 def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None, dict | None]:
     """(the rule, results.json's "decision" section): temperature, thresholds and abstain level fitted on the final
     evaluation's first split (decision/fit.py), measured cross-fitted; (None, None) for regression."""
-    objective, cfg = objective_for(run.data.labels), run.config
+    objective, cfg = run.objective, run.config
     if not objective.classes:
         return None, None
     logits, labels = next(iter(evaluation.outputs.values()))

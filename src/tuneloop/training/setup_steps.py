@@ -16,9 +16,9 @@ from ..config.options import TrainConfig
 from ..data import balance
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
-from ..evaluation.inference import Evaluation, evaluate
 from ..data.sources import resolve_data_dir
 from ..decision.fit import check_decision_options
+from ..evaluation.inference import Evaluation, evaluate
 from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
 from ..model import pooling
@@ -120,7 +120,8 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     saved_split = json.loads(saved.read_text(encoding="utf-8")) if config.resume is not None and saved.is_file() \
         else None                                 # a resumed run keeps the rows it held out
     with accelerator.main_process_first():       # the others reuse the main process's Arrow cache
-        data = prepare_data(config, tokenizer, with_test=config.predict_test, saved_split=saved_split)
+        data = prepare_data(config, tokenizer, with_test=config.predict_test, saved_split=saved_split,
+                            fold=(config.fold, config.folds) if config.fold is not None else None)
     if data.train is None or not data.evaluation:
         raise DataError("training needs a training and a validation split: give --validation-file FILE "
                         "(or a GLUE folder holding dev.tsv)")
@@ -324,7 +325,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     names = metric_names(data)
     main = tasks.main_metric(data.task, data.labels.problem_type)
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
-              state, names, main, model_metadata(config, data, names, main), resumed_from, time.perf_counter() - started,
-              setup_dynamics(data, plan, accelerator, resumed_from))
+              state, names, main, model_metadata(config, data, names, main), resumed_from,
+              time.perf_counter() - started, setup_dynamics(data, plan, accelerator, resumed_from))
     describe(run)
     return run
