@@ -28,6 +28,7 @@ PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies pres
 MIXED_PRECISION = ("auto", "no", "fp16", "bf16")
 ATTENTION = ("auto", "sdpa", "eager", "chunked")
 COMPILE = ("auto", "no", "default", "reduce-overhead", "max-autotune", "aot_eager")
+CAPTURED_STEPS = ("auto", "on", "off")                                  # training/captured.py
 SAMPLERS = ("random", "balanced")
 SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
               "inverse_sqrt")
@@ -100,6 +101,12 @@ class TrainConfig(DataOptions):
                        "default, reduce-overhead (CUDA graphs too), max-autotune, aot_eager (a check without code "
                        "generation), no. auto: no (measured slower at these batch sizes, on CPUs and an H100)",
                        "training", COMPILE, resumable=True)
+    captured_step: str = opt("auto", "on one CUDA GPU, record the whole training step (forward, loss, backward, "
+                             "clipping, a fused AdamW) as CUDA graphs, one per padded batch shape, and replay them: "
+                             "one launch a step. auto: the eager step until benchmarks/gpu_check.sh has proven the "
+                             "captured one equal on a GPU; on: use it (refused where the run cannot be captured: "
+                             "several processes, accumulation, 16-bit mixed precision, --compile); off", "training",
+                             CAPTURED_STEPS, resumable=True)
     dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
                                             "pinned memory and copies that do not block; 0 on CPUs, whose cores "
                                             "train)", "training", metavar="N", resumable=True)
@@ -279,7 +286,8 @@ class TrainConfig(DataOptions):
             need(self.dataloader_workers >= 0, "dataloader_workers", f"must be >= 0, got {self.dataloader_workers}")
         need_choices(self, (("mixed_precision", MIXED_PRECISION), ("recipe", RECIPES), ("attention", ATTENTION),
                             ("sampler", SAMPLERS), ("calibrate", CALIBRATION), ("decision", DECISIONS),
-                            ("keep", KEEP), ("compile", COMPILE), ("small_data", SMALL_DATA), ("method", METHODS),
+                            ("keep", KEEP), ("compile", COMPILE), ("captured_step", CAPTURED_STEPS),
+                            ("small_data", SMALL_DATA), ("method", METHODS),
                             ("setfit_head", SETFIT_HEADS), ("setfit_pooling", SETFIT_POOLINGS),
                             ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)))
         if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word

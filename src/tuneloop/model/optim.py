@@ -4,9 +4,10 @@ biases and LayerNorm weights, and a transformers schedule with warmup."""
 from __future__ import annotations
 
 
-def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exclude=()):
+def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exclude=(), capturable: bool = False):
     """torch AdamW over the model's trainable parameters but those in `exclude`; no decay on biases and LayerNorm
-    weights; fused kernel where the device has one."""
+    weights; fused kernel where the device has one. `capturable`: its state and step count on the device, so the
+    step can be recorded in a CUDA graph (training.step.CapturedStep)."""
     import torch
 
     decay, no_decay, left_out = [], [], {id(p) for p in exclude}
@@ -19,9 +20,9 @@ def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exc
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     fused = device_type in ("cuda", "cpu", "xpu", "mps")
     try:
-        return torch.optim.AdamW(groups, lr=lr, fused=fused)
+        return torch.optim.AdamW(groups, lr=lr, fused=fused, capturable=capturable)
     except (RuntimeError, TypeError):
-        return torch.optim.AdamW(groups, lr=lr)
+        return torch.optim.AdamW(groups, lr=lr, capturable=capturable)
 
 
 def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float):

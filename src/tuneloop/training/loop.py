@@ -89,7 +89,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         if evaluation is None:           # nothing left to train: resumed at the last step, or --setfit-head logistic
             evaluation = r.evaluate()
         log.close()
-        results = reporting.results(r, state, log, evaluation, samples_before)   # + the TF-IDF baseline's figures
+        results = reporting.results(r, state, log, evaluation, samples_before, step.name)   # + the baseline's
         rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds
         acc.wait_for_everyone()
         finish.save_model_folder(r, MODEL_DIR, rule)     # OUT/model/: model, tokenizer, tuneloop.json with the rule

@@ -21,9 +21,10 @@ from ..runtime import machine
 log = logging.getLogger("tuneloop")
 
 
-def results(run, state, train_log, evaluation: Evaluation, samples_before: int) -> dict:
+def results(run, state, train_log, evaluation: Evaluation, samples_before: int, step_name: str) -> dict:
     """What results.json holds. runtime_s is the whole loop, evaluations included; samples_per_second counts
-    the examples this process's run trained on (not those before a resume) over training time only."""
+    the examples this process's run trained on (not those before a resume) over training time only; `step_name`:
+    the step the loop trained with (train.step, with setup's reason)."""
     acc, cfg = run.accelerator, run.config
     out = {
         "task": cfg.task, "model": cfg.model, "main_metric": run.main_metric,
@@ -36,7 +37,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int) 
                   "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
                   "mixed_precision": cfg.mixed_precision, "compile": cfg.compile,
                   "precision": machine.effective_precision(cfg.mixed_precision, cfg.cpu),
-                  "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device)},
+                  "first_step_s": round(train_log.first_step_s or 0.0, 3), "device": str(acc.device),
+                  "step": {"name": step_name, "why": run.step_reason}},
         "data": run.data.stats,                   # rows, read/tokenize seconds per split, cache hits
         "labels": run.data.labels.names,
         "problem_type": run.objective.kind,

@@ -14,6 +14,7 @@ from .. import tasks
 from ..atomic import atomic_write_json
 from ..config.options import TrainConfig
 from ..data import balance
+from ..data.batch import SOFT, WEIGHTS
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
 from ..data.sources import resolve_data_dir
@@ -31,7 +32,7 @@ from ..objective import Objective, objective_for
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
-from . import checkpoint, progress, run_folder, small_data
+from . import checkpoint, progress, run_folder, small_data, step_choice
 from .contrastive import check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
@@ -68,6 +69,8 @@ class Run:
     setup_s: float
     dynamics: TrainingDynamics | None = None   # each training row's probabilities per epoch (dynamics.py)
     setfit: dict | None = None          # --method setfit: what its stage did (contrastive.py), for results.json
+    captured: bool = False              # the step recorded as CUDA graphs (step.CapturedStep) ...
+    step_reason: str = ""               # ... and why it is or is not (step_choice.decide)
 
     @property
     def metric_for_best(self) -> str:
@@ -202,12 +205,13 @@ def setup_run_folder(config: TrainConfig, data: PreparedData, accelerator) -> Pa
     return out
 
 
-def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_processes: int) -> Loaders:
+def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_processes: int,
+                  buckets: bool = False) -> Loaders:
     # 16-bit matmuls want sequence lengths in multiples of 8: tensor cores on GPUs; on CPUs, oneDNN builds and
     # caches a kernel per shape, so fewer shapes measured 6-12% faster steps and 0.6 GB less memory
     multiple = 8 if config.mixed_precision in ("fp16", "bf16") else None
-    if config.compiled:
-        multiple = length_bucket(config.max_length)     # a compiled model: few shapes, few compilations
+    if config.compiled or buckets:
+        multiple = length_bucket(config.max_length)     # a compiled model or captured step: few shapes
     collator = make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
     global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
     weights = balance.sampling_weights(data.train_labels, data.labels) \
@@ -289,6 +293,8 @@ def describe(run: Run) -> None:
              f"{c.attention} attention" + (f", compiled ({c.compile})" if c.compiled else "") +
              f" | batch {c.batch_size}/device, global {plan.global_batch} | "
              f"{plan.steps_per_epoch} steps/epoch, {plan.total_steps} steps | output {run.output_dir}")
+    if acc.device.type == "cuda" or c.captured_step != "auto":    # on CPUs the eager step is the only one
+        log.info(f"training step: {'captured (CUDA graphs)' if run.captured else 'eager'} ({run.step_reason})")
 
 
 def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
@@ -309,12 +315,16 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
+    captured, step_reason = step_choice.decide(     # --captured-step on where it cannot run: refused here
+        config, accelerator.device.type, accelerator.num_processes,
+        machine.effective_precision(config.mixed_precision, config.cpu),
+        any(column in data.train.column_names for column in (WEIGHTS, SOFT)))
     model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
     config = config.replace(attention=attention, setfit_pooling=pooled)     # what ran, as config.yaml records it
     objective = setup_objective(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
-    optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type)
-    loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes)
+    optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type, capturable=captured)
+    loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes, buckets=captured)
     model, optimizer, train, *evaluation = accelerator.prepare(model, optimizer, loaders.train,
                                                                *loaders.evaluation.values())
     loaders = Loaders(train, dict(zip(loaders.evaluation, evaluation)))
@@ -326,6 +336,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     main = tasks.main_metric(data.task, data.labels.problem_type)
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
               state, names, main, model_metadata(config, data, names, main), resumed_from,
-              time.perf_counter() - started, setup_dynamics(data, plan, accelerator, resumed_from))
+              time.perf_counter() - started, setup_dynamics(data, plan, accelerator, resumed_from),
+              captured=captured, step_reason=step_reason)
     describe(run)
     return run
