@@ -16,6 +16,8 @@ Every run is its own process on the same GPU, at the chapter's settings (batch 8
                    until 2026-11-23, when it measured 1.85x slower on an H100; results named tuneloop_eager
                    before then are --compile no)
   tuneloop_cg      the same with --compile reduce-overhead: CUDA graphs on top
+  tuneloop_captured the same with --captured-step on: the whole training step recorded per padded batch shape
+                   as CUDA graphs (training/step.py CapturedStep), eager model
 
 Models: `bert-base` (the bert-base-uncased architecture: real weights with --bert-base DIR, else BertConfig()
 random init with the embedded MiniLM's tokenizer, the same 30,522-token vocabulary: speed only, its F1 means
@@ -50,7 +52,7 @@ sys.path.insert(0, HERE)
 from bench_train import (DEFAULT_DATA_DIR, default_out, log_tail, machine_info, read_tuneloop,  # noqa: E402
                          run_child, write_atomic)
 
-IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_compiled", "tuneloop_cg")
+IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_compiled", "tuneloop_cg", "tuneloop_captured")
 MODELS = ("bert-base", "minilm")
 # dense bf16 tensor-core peaks (TFLOP/s) from NVIDIA's data sheets, without sparsity
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H100": 756.0,
@@ -104,7 +106,7 @@ def command(impl: str, model_dir: str, seed: int, args, report: str, run_dir: st
         return [sys.executable, os.path.join(HERE, script), "--data-dir", args.data_dir, "--model", model_dir,
                 "--seed", str(seed), "--output", report, *common, *(["--best-flags"] if impl == "trainer" else [])]
     extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"],
-             "tuneloop_cg": ["--compile", "reduce-overhead"]}
+             "tuneloop_cg": ["--compile", "reduce-overhead"], "tuneloop_captured": ["--captured-step", "on"]}
     return [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
             model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--output-dir", run_dir, "--quiet",
             "--no-report", "--calibrate", "none", *common, *extra[impl], *shlex.split(args.tuneloop_args)]

@@ -152,6 +152,8 @@ def _facts(run: Run) -> list[tuple]:
                       f"set-up {fmt_seconds(train.get('setup_s'))} before it)"))
         if train.get("samples_per_second") is not None:
             facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"))
+    if results.get("timeline"):                   # training/timeline.py: seconds per phase, so far
+        facts.append(("where the time went", _timeline_text(results["timeline"])))
     elif train:                                   # the logistic head: the loop trained no step
         facts.append(("runtime", f"{fmt_seconds((stage.get('seconds') or 0) + (train.get('runtime_s') or 0))} "
                       f"(the contrastive stage and its head; set-up {fmt_seconds(train.get('setup_s'))} before it); "
@@ -168,6 +170,14 @@ def _facts(run: Run) -> list[tuple]:
     if config.get("seed") is not None:
         facts.append(("seed", config["seed"]))
     return facts
+
+
+def _timeline_text(timeline: dict) -> str:
+    """`start-up 4.1 s · accelerator 0.2 s · ...` (the phases up to the report: results.json has them all)."""
+    before = timeline.get("before_run_s")
+    parts = ([f"start-up {fmt_seconds(before)}"] if before is not None else []) + \
+        [f"{name} {fmt_seconds(seconds)}" for name, seconds in timeline.get("phases", {}).items()]
+    return " · ".join(parts) + " (up to this report; results.json has every phase)"
 
 
 def _stage_text(stage: dict) -> str:

@@ -49,7 +49,8 @@ def save_model_folder(run, name: str, rule: DecisionRule | None = None) -> None:
     if run.accelerator.is_main_process:
         # keep_torch_compile=False: a compiled model saves under its plain names (no `_orig_mod.`)
         model = run.accelerator.unwrap_model(run.model, keep_torch_compile=False)
-        save_model(model, run.tokenizer, run.output_dir / name, model_metadata(run, rule))
+        with run.timeline.phase("model folders"):
+            save_model(model, run.tokenizer, run.output_dir / name, model_metadata(run, rule))
 
 
 def predict_test(run, rule: DecisionRule | None) -> None:

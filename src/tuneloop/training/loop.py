@@ -74,8 +74,9 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 stopping = plan.finished(state)                     # the last step, or early stopping
                 signal_number = signals.received(acc)               # SIGINT/SIGTERM on any process
                 if plan.checkpoint_due(state.step, stopping) or signal_number:    # --save-every N | epoch
-                    saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
-                                                       cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
+                    with r.timeline.phase("checkpoints"):
+                        saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
+                                                           cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
                 if signal_number:
                     raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
                                       f"with: tuneloop train --output-dir {r.output_dir} --resume (in Python: "
@@ -89,14 +90,18 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         if evaluation is None:           # nothing left to train: resumed at the last step, or --setfit-head logistic
             evaluation = r.evaluate()
         log.close()
+        r.timeline.mark("training steps")      # timeline.py: the loop less its evaluations, folders, checkpoints
         results = reporting.results(r, state, log, evaluation, samples_before, step.name)   # + the baseline's
         rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds
+        r.timeline.mark("results, decision rule")
         acc.wait_for_everyone()
         finish.save_model_folder(r, MODEL_DIR, rule)     # OUT/model/: model, tokenizer, tuneloop.json with the rule
         results["label_issues"] = dynamics.write_label_issues(r)   # label_issues.csv: labels that look wrong
+        r.timeline.mark("label issues")
         reporting.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
         if cfg.predict_test:
             finish.predict_test(r, rule)                # predictions/<test split>.tsv (+ GLUE's layout)
+        reporting.write_timeline(r, results)            # results.json's timeline, now with every phase
         finish.end_training(acc)                        # the last barrier; the process group down
         return results
 

@@ -65,7 +65,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
             {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
     if run.setfit is not None:
         out["setfit"] = run.setfit                # --method setfit: pairs, steps, seconds, the head's fit
-    out["baseline"] = baseline(run, out)         # evaluation/baseline.py: TF-IDF + logistic regression
+    with run.timeline.phase("baseline"):
+        out["baseline"] = baseline(run, out)     # evaluation/baseline.py: TF-IDF + logistic regression
     return out
 
 
@@ -96,6 +97,7 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
     confusion matrix or scatter plot), the model card and report.html."""
     if not run.accelerator.is_main_process:
         return
+    results_["timeline"] = run.timeline.to_dict()     # the phases so far: write_timeline completes it
     atomic_write_json(run.output_dir / RESULTS_FILE, results_)
     for split, (logits, labels) in evaluation.outputs.items():
         buffer = io.BytesIO()
@@ -104,12 +106,26 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
     write_errors(run, evaluation)
     from ..report import write_model_card, write_report
 
+    run.timeline.mark("results files")
     try:
-        write_model_card(run.output_dir / MODEL_DIR, results_, run.config.to_dict(), run.metadata)
-        if run.config.report:
-            write_report(run.output_dir)
+        with run.timeline.phase("model card, report"):
+            write_model_card(run.output_dir / MODEL_DIR, results_, run.config.to_dict(), run.metadata)
+            if run.config.report:
+                write_report(run.output_dir)
     except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
         log.warning(f"could not write the model card / report: {type(e).__name__}: {e}")
+
+
+def write_timeline(run, results_: dict) -> None:
+    """results.json again, its timeline complete (the report and test predictions had not run when it was first
+    written); logged as one line."""
+    run.timeline.mark("test predictions" if run.config.predict_test else "end")
+    results_["timeline"] = timeline = run.timeline.to_dict()
+    if run.accelerator.is_main_process:
+        atomic_write_json(run.output_dir / RESULTS_FILE, results_)
+        before = timeline["before_run_s"]
+        log.info("where the time went: " + (f"start-up {before:.1f} s, " if before is not None else "") +
+                 ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timeline["phases"].items()))
 
 
 def write_errors(run, evaluation: Evaluation) -> None:

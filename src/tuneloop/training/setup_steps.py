@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import tasks
@@ -36,6 +36,7 @@ from . import checkpoint, progress, run_folder, small_data, step_choice
 from .contrastive import check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
+from .timeline import Timeline
 
 log = logging.getLogger("tuneloop")
 
@@ -71,6 +72,7 @@ class Run:
     setfit: dict | None = None          # --method setfit: what its stage did (contrastive.py), for results.json
     captured: bool = False              # the step recorded as CUDA graphs (step.CapturedStep) ...
     step_reason: str = ""               # ... and why it is or is not (step_choice.decide)
+    timeline: Timeline = field(default_factory=Timeline)    # seconds per phase (timeline.py)
 
     @property
     def metric_for_best(self) -> str:
@@ -78,8 +80,9 @@ class Run:
 
     def evaluate(self) -> Evaluation:
         """Every validation split, on every process (evaluation/inference.py)."""
-        return evaluate(self.model, self.loaders.evaluation, self.accelerator, self.metric_names, self.objective,
-                        self.config.quiet, self.config.window_pooling)
+        with self.timeline.phase("evaluations"):
+            return evaluate(self.model, self.loaders.evaluation, self.accelerator, self.metric_names,
+                            self.objective, self.config.quiet, self.config.window_pooling)
 
 
 def setup_output_dir(config: TrainConfig) -> str:
@@ -300,9 +303,10 @@ def describe(run: Run) -> None:
 def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     from accelerate.utils import set_seed
 
-    started = time.perf_counter()
+    timeline = Timeline()
     config = config.replace(output_dir=setup_output_dir(config))
     accelerator = setup_accelerator(config)
+    timeline.mark("accelerator")
     if not config.dry_run:
         run_folder.check_run_folder(config.output_dir, config.overwrite, resume=config.resume is not None)
     if config.resume is not None:        # a resume that cannot work is refused before anything is read or written
@@ -311,7 +315,9 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     set_seed(config.seed)                        # the new head's weights, then data order and dropout
     tokenizer = load_tokenizer(config.model)
     check_max_length(config.model, config.max_length)
+    timeline.mark("tokenizer")
     data = setup_data(config, tokenizer, accelerator)
+    timeline.mark("data")
     config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
@@ -320,9 +326,11 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
         machine.effective_precision(config.mixed_precision, config.cpu),
         any(column in data.train.column_names for column in (WEIGHTS, SOFT)))
     model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
+    timeline.mark("model")
     config = config.replace(attention=attention, setfit_pooling=pooled)     # what ran, as config.yaml records it
     objective = setup_objective(config, data, accelerator.device)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
+    timeline.mark("run folder")
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type, capturable=captured)
     loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes, buckets=captured)
     model, optimizer, train, *evaluation = accelerator.prepare(model, optimizer, loaders.train,
@@ -336,7 +344,8 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     main = tasks.main_metric(data.task, data.labels.problem_type)
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
               state, names, main, model_metadata(config, data, names, main), resumed_from,
-              time.perf_counter() - started, setup_dynamics(data, plan, accelerator, resumed_from),
-              captured=captured, step_reason=step_reason)
+              time.perf_counter() - timeline.started, setup_dynamics(data, plan, accelerator, resumed_from),
+              captured=captured, step_reason=step_reason, timeline=timeline)
+    timeline.mark("optimizer, loaders, state")
     describe(run)
     return run

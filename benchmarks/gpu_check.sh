@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU check: one prepared command for a lent H100/H200 (under 8 minutes), run FIRST in a session that has one.
+#
+#   bash benchmarks/gpu_bundle.sh                 # here, on the CPU machine: builds .gpu/ (wheels, MiniLM, MRPC)
+#   device tool: command "bash benchmarks/gpu_check.sh", carry [".gpu"], timeout_s 560
+#   bash benchmarks/gpu_check.sh smoke            # here, on a CPU: the same parts at toy sizes (no capture)
+#
+# Parts, each bounded, each writing its JSON under $OUT/gpu_check/ (benchmarks/results/gpu_check/ without OUT):
+#   1. equality   check_captured_step.py: MiniLM, 60 MRPC steps, the captured step against the eager one (~1 min)
+#   2. speed      bench_gpu.py bert-base, 3 epochs at the chapter's settings: the chapter's loop, tuneloop eager,
+#                 tuneloop captured (~3 min)
+#   3. quality    bench_gpu.py MiniLM: tuneloop eager vs captured dev F1, seeds 1 2 3 (~3 min)
+#   then gpu_check_summary.py: one $OUT/gpu_check.json with the card, every part and #54's acceptance figures.
+# A part that fails or runs out of time is recorded as such; the others still run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-gpu}
+dir=${OUT:-benchmarks/results}/gpu_check
+mkdir -p "$dir"
+if [ "$mode" = smoke ]; then
+  PY=${PY:-.venv/bin/python}
+  data=${DATA:-../shared/glue/MRPC}
+  export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+  minilm=$("$PY" -c "from tuneloop.model.loading import resolve_model; print(resolve_model('minilm'))")
+  equality=(--device cpu --steps 4 --timing-repeats 1)
+  speed=(--models minilm --impls chapter,tuneloop --max-train-samples 32 --epochs 1)
+  quality=(--models minilm --impls tuneloop --seeds 1 --max-train-samples 32 --epochs 1)
+  limit=600
+else
+  source benchmarks/gpu_setup.sh
+  PY=python3 data=.gpu/MRPC minilm=/tmp/minilm
+  equality=(--steps 60)
+  speed=(--models bert-base --impls chapter,tuneloop,tuneloop_captured --seeds 1)
+  quality=(--models minilm --impls tuneloop,tuneloop_captured --seeds 1 2 3)
+  limit=200
+fi
+status=()
+run_part() {       # name, seconds, command...
+  local name=$1 seconds=$2; shift 2
+  echo "== $name ($(date +%T))"
+  timeout "$seconds" "$@"; local rc=$?
+  status+=("$name=$rc")
+  echo "== $name: exit $rc"
+}
+run_part equality 150 "$PY" benchmarks/check_captured_step.py --model "$minilm" --data-dir "$data" \
+    "${equality[@]}" --out "$dir/captured_step.json"
+run_part speed $((limit + 60)) "$PY" benchmarks/bench_gpu.py --data-dir "$data" --minilm "$minilm" \
+    --timeout "$limit" "${speed[@]}" --out "$dir/speed.json"
+run_part quality $((limit + 60)) "$PY" benchmarks/bench_gpu.py --data-dir "$data" --minilm "$minilm" \
+    --timeout "$limit" "${quality[@]}" --out "$dir/quality.json"
+"$PY" benchmarks/gpu_check_summary.py "$dir" "${status[@]}" --out "${OUT:-benchmarks/results}/gpu_check.json"
