@@ -152,8 +152,6 @@ def _facts(run: Run) -> list[tuple]:
                       f"set-up {fmt_seconds(train.get('setup_s'))} before it)"))
         if train.get("samples_per_second") is not None:
             facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"))
-    if results.get("timeline"):                   # training/timeline.py: seconds per phase, so far
-        facts.append(("where the time went", _timeline_text(results["timeline"])))
     elif train:                                   # the logistic head: the loop trained no step
         facts.append(("runtime", f"{fmt_seconds((stage.get('seconds') or 0) + (train.get('runtime_s') or 0))} "
                       f"(the contrastive stage and its head; set-up {fmt_seconds(train.get('setup_s'))} before it); "
@@ -166,6 +164,8 @@ def _facts(run: Run) -> list[tuple]:
                                                                  else "") + " (last line of metrics.jsonl)"))
         if len(times) >= 2:
             facts.append(("elapsed", f"{fmt_seconds(times[-1] - times[0])} between the first and the last log line"))
+    if results.get("timeline"):                   # training/timeline.py: seconds per phase, so far
+        facts.append(("where the time went", _timeline_text(results["timeline"])))
     facts.append(("device", _device(run)))
     if config.get("seed") is not None:
         facts.append(("seed", config["seed"]))
