@@ -93,6 +93,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         rule, results["decision"] = finish.fit_decision_rule(r, evaluation)   # decision/: temperature, thresholds
         acc.wait_for_everyone()
         finish.save_model_folder(r, MODEL_DIR, rule)     # OUT/model/: model, tokenizer, tuneloop.json with the rule
+        finish.gate_precision(r)                         # faster routes checked against fp32, recorded
         results["label_issues"] = dynamics.write_label_issues(r)   # label_issues.csv: labels that look wrong
         reporting.write_results(r, results, evaluation)  # results.json, predictions/eval_*.npz, model card, report
         if cfg.predict_test:
