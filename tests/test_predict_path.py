@@ -1,6 +1,6 @@
 """The inference path of a trained model: token-budget batches (every row once, padded as the tokenizer pads,
 logits equal to one row at a time), precision routes behind the one gate (decision logic, what is recorded, what
-`auto` takes), no datasets/accelerate import to predict, and memory that does not grow over repeated calls."""
+`auto` takes), no datasets import to predict, and memory that does not grow over repeated calls."""
 
 from __future__ import annotations
 
@@ -88,8 +88,12 @@ def test_the_gate_passes_and_fails_on_the_metric_and_on_decision_agreement():
 
 def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(model_dir, tmp_path, monkeypatch,
                                                                             capsys):
+    meta = json.loads((model_dir / "tuneloop.json").read_text())
+    assert meta[routes.RECORD]["cpu"]["rows"] == 120              # the end of training gated the model
     folder = tmp_path / "model"
     shutil.copytree(model_dir, folder)
+    del meta[routes.RECORD]
+    (folder / "tuneloop.json").write_text(json.dumps(meta))
     items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
     with tuneloop.load(folder) as fp32, tuneloop.load(folder, precision="auto") as auto:
         assert fp32.precision == auto.precision == "fp32"                     # nothing recorded yet: exact
@@ -123,7 +127,9 @@ def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(mode
     assert row["prob_equivalent"] == pytest.approx(float(expected[0, 1]), abs=1e-5)
 
 
-def test_predicting_imports_neither_datasets_nor_accelerate(model_dir, tmp_path):
+def test_predicting_imports_no_data_libraries(model_dir, tmp_path):
+    """datasets, pandas, scikit-learn, matplotlib: none is needed to predict from Python or a file (accelerate is:
+    transformers imports it to load a model)."""
     source = tmp_path / "new.csv"
     source.write_text("sentence1,sentence2\nthe cat sat,a alpha cat\ndog red,beta dog\n")
     script = f"""
@@ -133,7 +139,7 @@ with tuneloop.load({str(model_dir)!r}) as clf:
     clf.predict([("the cat", "a dog")])
 assert main(["predict", "--model", {str(model_dir)!r}, "--input", {str(source)!r}, "--output",
              {str(tmp_path / "out.tsv")!r}, "--quiet"]) == 0
-print(sorted(m for m in ("datasets", "accelerate", "pandas", "sklearn") if m in sys.modules))
+print(sorted(m for m in ("datasets", "pandas", "sklearn", "matplotlib") if m in sys.modules))
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
@@ -143,6 +149,10 @@ print(sorted(m for m in ("datasets", "accelerate", "pandas", "sklearn") if m in 
 
 
 def test_memory_does_not_grow_over_repeated_predict_calls(model_dir):
+    """Python memory after 200 more calls (garbage collected): within 128 KB, about 640 bytes a call (measured
+    here: ~25 KB, most of it inside transformers' forward); a batch's tensors or rows kept per call would pass it."""
+    import gc
+
     texts = [(f"the cat {'alpha' if i % 2 else 'beta'} sat " * (i % 5 + 1), "a dog") for i in range(24)]
     with tuneloop.load(model_dir) as clf:
         for _ in range(20):                                                   # warm: caches and pools filled
@@ -150,10 +160,12 @@ def test_memory_does_not_grow_over_repeated_predict_calls(model_dir):
         tracemalloc.start()
         try:
             clf.predict(texts)
+            gc.collect()
             before = tracemalloc.get_traced_memory()[0]
             for _ in range(200):
                 clf.predict(texts)
+            gc.collect()
             grown = tracemalloc.get_traced_memory()[0] - before
         finally:
             tracemalloc.stop()
-    assert grown < 256 * 1024, f"{grown} bytes more after 200 calls"
+    assert grown < 128 * 1024, f"{grown} bytes more after 200 calls"
