@@ -7,7 +7,7 @@ the labelling alone. Every way's labels are compared with the fp32 ones (`agree_
 CUDA GPU every way runs on it (pipeline device=0).
 
 The model folder is copied and, when it records no gated route for this device (a run from before the gate), the
-gate is run on the copy first (predict/routes.gate_folder, as a run's end does; its figures are recorded). Needs a
+gate is run on the copy first (predict/classifier.gate_folder, as a run's end does; its figures are recorded). Needs a
 trained model (e.g. `tuneloop train --task mrpc --data-dir MRPC --max-train-samples 400 --output-dir RUN`).
 
     flock /tmp/tuneloop-timing.lock python benchmarks/bench_predict.py --run RUN --repeats 3
@@ -49,7 +49,8 @@ json.dump({"rows": len(labels), "label_s": done - loaded, "labels": labels}, ope
 
 WAYS = ("tuneloop", "tuneloop-fp32", "onnx-fp32", "onnx-int8", "pipeline", "pipeline-64")
 DEFAULT_WAYS = "tuneloop,tuneloop-fp32,pipeline"
-GATE = ("import json, sys; from tuneloop.predict.routes import gate_folder, RECORD, recorded_route; "
+GATE = ("import json, sys; from tuneloop.predict.routes import RECORD; "
+        "from tuneloop.predict.classifier import gate_folder; "
         "from tuneloop.runtime.machine import accelerator_present; "
         "m = json.load(open(sys.argv[1] + '/tuneloop.json')).get(RECORD, {}); "
         "d = 'cuda' if accelerator_present() else 'cpu'; "

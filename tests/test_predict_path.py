@@ -21,6 +21,7 @@ import tuneloop
 from tuneloop.cli.main import main
 from tuneloop.predict import routes
 from tuneloop.predict.batches import BudgetBatches, Tokenized
+from tuneloop.predict.classifier import gate_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +102,7 @@ def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(mode
         int8 = fp32.with_route("int8")
         assert int8.precision == "int8" and fp32.model is not int8.model      # the fp32 model is left as it is
         assert np.abs(int8.predict_proba(items) - expected).max() < 0.1
-    record = routes.gate_folder(folder)
+    record = gate_folder(folder)
     saved = json.loads((folder / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
     assert saved == record and record["rows"] == 120 and record["fp32_rows_per_s"] > 0
     for route, check in record["checks"].items():

@@ -32,6 +32,13 @@ class Tokenized:
     def __len__(self) -> int:
         return len(self.columns["input_ids"])
 
+    def as_dataset(self):
+        """These rows as a datasets.Dataset with their lengths, for the loaders of a launch
+        (data/batching.eval_loader, which Accelerate shares out over the processes)."""
+        import datasets
+
+        return datasets.Dataset.from_dict({**self.columns, "length": [len(x) for x in self.columns["input_ids"]]})
+
 
 class BudgetBatches:
     """The batches of `rows`, longest first: up to `max_rows` rows and `budget` padded tokens each (a row longer

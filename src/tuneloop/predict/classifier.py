@@ -68,6 +68,19 @@ def model_folder(path: str | os.PathLike) -> Path:
     return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 
+def gate_folder(folder, *, cpu: bool = False, batch_size: int = 64) -> dict:
+    """The precision gate (routes.gate) for a model folder: every route this device computes natively checked
+    against fp32 on the folder's recorded validation rows and timed; the record written into its tuneloop.json
+    (`--precision auto` reads it) and returned."""
+    from ..runtime.process import library_output
+    from . import routes
+
+    with library_output(quiet=True), Classifier.load(folder, cpu=cpu, precision="fp32") as clf:
+        record = routes.gate(clf, batch_size)
+        routes.write_record(clf.path, clf.device.type, record)
+    return record
+
+
 def launched() -> bool:
     """Whether this process is one of several started by `accelerate launch` / torchrun."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -266,7 +279,9 @@ class Classifier(contextlib.AbstractContextManager):
                                                        tok.padding_side, pin=device.type == "cuda"))
             return run_inference(self.model, loader, accelerator, accumulator, desc, quiet)
         from ..data.batching import eval_loader, make_collator
+        from .batches import Tokenized
 
+        rows = rows.as_dataset() if isinstance(rows, Tokenized) else rows
         loader = self.accelerator.prepare(eval_loader(rows, batch_size, make_collator(self.tokenizer, False, None)))
         return run_inference(self._prepared, loader, self.accelerator, accumulator, desc, quiet)
 

@@ -5,11 +5,12 @@ GPUs) or fp16 (GPUs) — and the one accuracy gate that decides whether one may 
 The gate (`compare`) runs a candidate and the exact fp32 model over the same labelled rows and records the main
 metric of each, the drop in points, the share of rows whose decision (label under the saved rule, abstaining
 included) is the same, the largest probability and logit differences; it fails past `allow_drop` points or, where
-asked, under `min_agreement`. `tuneloop export` gates its ONNX model with it (the metric only); `gate_folder`, run at
-the end of training on the model folder's recorded validation rows, gates each route this device supports, times
-each on those rows, and writes the fastest passing one — only when it is at least MIN_GAIN× fp32's rows/s — with
-every figure into the folder's tuneloop.json (`precision_routes`, per device type). `Classifier.load(precision=
-"auto")` then uses that route on that kind of device, fp32 elsewhere; `precision="fp32"` is always the exact model.
+asked, under `min_agreement`. `tuneloop export` gates its ONNX model with it (the metric only). `gate`, run at
+the end of training (predict/classifier.gate_folder) on the model folder's recorded validation rows, gates each
+route this device supports, times each on those rows, and picks the fastest passing one — only when it is at least
+MIN_GAIN× fp32's rows/s — writing it with every figure into the folder's tuneloop.json (`precision_routes`, per
+device type). `Classifier.load(precision="auto")` then uses that route on that kind of device, fp32 elsewhere;
+`precision="fp32"` is always the exact model.
 """
 
 from __future__ import annotations
@@ -109,14 +110,11 @@ def compare(reference: dict, candidate: dict, main: str, objective, rule=None, a
 
 def _measure(clf, rows, names, batch_size: int) -> tuple[dict, float]:
     """({"metrics", "logits"} on `rows`, rows/s of a second pass over the first TIMED_ROWS of them)."""
-    from ..data.batch import LABELS
-
     acc = clf.run(rows, batch_size=batch_size, metric_names=names)
     head = type(rows)({k: v[:TIMED_ROWS] for k, v in rows.columns.items()})
     started = time.perf_counter()
     clf.run(head, batch_size=batch_size)
     seconds = time.perf_counter() - started
-    assert LABELS in rows.columns
     return {"metrics": acc.compute(), "logits": acc.all_logits}, len(head) / max(seconds, 1e-9)
 
 
@@ -138,43 +136,34 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate_folder(folder, *, cpu: bool = False, batch_size: int = 64) -> dict:
-    """Gate every route this device supports against fp32 on the model folder's recorded validation rows; record
-    the figures and the chosen route in its tuneloop.json; return the record."""
+def gate(clf, batch_size: int = 64) -> dict:
+    """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows;
+    return the record: the chosen route and every figure (Classifier's gate_folder writes it into the folder)."""
     from ..runtime.machine import cpu_flags
-    from ..runtime.process import library_output
-    from .classifier import Classifier
 
-    with library_output(quiet=True), Classifier.load(folder, cpu=cpu, precision="fp32") as clf:
-        device = clf.device.type
-        rows, names, main = gate_rows(clf)
-        reference, fp32_speed = _measure(clf, rows, names, batch_size)
-        checks = {}
-        for route in CANDIDATES.get(device, ()):
-            if not supported(route, device):
-                continue
-            other = clf.with_route(route)
-            result, speed = _measure(other, rows, names, batch_size)
-            checks[route] = {**compare(reference, result, main, clf.objective, clf.rule,
-                                       min_agreement=MIN_AGREEMENT),
-                             "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
-        passing = [r for r, c in checks.items() if c["verdict"] == "pass" and c["speedup"] >= MIN_GAIN]
-        chosen = max(passing, key=lambda r: checks[r]["speedup"]) if passing else "fp32"
+    device = clf.device.type
+    rows, names, main = gate_rows(clf)
+    reference, fp32_speed = _measure(clf, rows, names, batch_size)
+    checks = {}
+    for route in CANDIDATES.get(device, ()):
+        if not supported(route, device):
+            continue
+        result, speed = _measure(clf.with_route(route), rows, names, batch_size)
+        checks[route] = {**compare(reference, result, main, clf.objective, clf.rule, min_agreement=MIN_AGREEMENT),
+                         "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
+    passing = [r for r, c in checks.items() if c["verdict"] == "pass" and c["speedup"] >= MIN_GAIN]
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
-    record = {"route": chosen, "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows),
-              "main_metric": main, "metric_fp32": reference["metrics"].get(main),
-              "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
-              "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
-                      f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
-              **({"cpu_flags": flags} if device == "cpu" else {})}
-    write_record(folder, device, record)
-    return record
+    return {"route": max(passing, key=lambda r: checks[r]["speedup"]) if passing else "fp32",
+            "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
+            "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
+            "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
+                    f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
+            **({"cpu_flags": flags} if device == "cpu" else {})}
 
 
 def write_record(folder, device: str, record: dict) -> None:
-    from .classifier import model_folder
-
-    path = Path(model_folder(folder)) / METADATA_FILE
+    """`record` as tuneloop.json's precision_routes[device] in the model folder `folder`, written atomically."""
+    path = Path(folder) / METADATA_FILE
     meta = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     meta.setdefault(RECORD, {})[device] = record
     atomic_write_text(path, json.dumps(meta, indent=2))
