@@ -80,7 +80,10 @@ def start(cmd: list[str], port: int, log: str) -> subprocess.Popen:
 
 
 async def load(port: int, pairs: list, concurrency: int, requests: int, seconds: float) -> dict:
-    import httpx
+    try:
+        import httpx
+    except ImportError:                      # the same client under its newer name (what this venv has)
+        import httpx2 as httpx
 
     latencies, errors, sent = [], 0, 0
     deadline = time.perf_counter() + seconds
