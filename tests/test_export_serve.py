@@ -287,9 +287,9 @@ def test_a_classifier_refuses_texts_it_cannot_read_in_one_line(run_dir):
 
 # ---------------------------------------------------------------------------------------------- one loop, one check
 def test_every_use_of_a_model_runs_the_one_inference_loop(run_dir, tiny_model, tmp_path, monkeypatch):
-    """predict, predict_proba, logits, a DataFrame, evaluate, predict_file, serve's batches, the export's gate and a
-    run's test predictions all reach evaluation.inference.run_inference through Classifier.run, and the model is
-    never called outside it."""
+    """predict, predict_proba, logits, a DataFrame, evaluate, predict_file, serve's batches, the precision gate, the
+    export's gate and a run's test predictions all reach evaluation.inference.run_inference through Classifier.run,
+    and the model is never called outside it."""
     import pandas as pd
 
     from tuneloop.deploy.serve import predict_rows
@@ -325,6 +325,15 @@ def test_every_use_of_a_model_runs_the_one_inference_loop(run_dir, tiny_model, t
             call()
             assert len(calls) > before, f"{use} did not go through the one loop"
     assert outside and not any(outside)                       # every forward pass ran inside run_inference
+    calls.clear()
+    import shutil
+
+    from tuneloop.predict.classifier import gate_folder
+
+    shutil.copytree(run_dir / "model", tmp_path / "gated")
+    gate_folder(tmp_path / "gated")                           # the precision gate: fp32 and each route it checks
+    assert len(calls) >= 2 * (1 + len(json.loads((tmp_path / "gated" / "tuneloop.json").read_text())
+                                       ["precision_routes"]["cpu"]["checks"]))
     calls.clear()
     assert main(["export", str(run_dir), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
     assert calls == ["Evaluating validation"] * 2             # the gate: the PyTorch model, then the exported one

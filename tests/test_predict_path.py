@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def model_dir(tiny_model, tmp_path_factory):
-    data = write_mrpc_folder(tmp_path_factory.mktemp("path") / "MRPC", n_train=80, n_dev=120, n_test=10)
+    data = write_mrpc_folder(tmp_path_factory.mktemp("path") / "MRPC", n_train=80, n_dev=200, n_test=10)
     out = tmp_path_factory.mktemp("path-run") / "run"
     tuneloop.train(**fast_options(tiny_model, epochs=2), task="mrpc", data_dir=str(data), output_dir=str(out))
     return out / "model"
@@ -90,7 +90,7 @@ def test_the_gate_passes_and_fails_on_the_metric_and_on_decision_agreement():
 def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(model_dir, tmp_path, monkeypatch,
                                                                             capsys):
     meta = json.loads((model_dir / "tuneloop.json").read_text())
-    assert meta[routes.RECORD]["cpu"]["rows"] == 120              # the end of training gated the model
+    assert meta[routes.RECORD]["cpu"]["rows"] == 200              # the end of training gated the model
     folder = tmp_path / "model"
     shutil.copytree(model_dir, folder)
     del meta[routes.RECORD]
@@ -104,9 +104,9 @@ def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(mode
         assert np.abs(int8.predict_proba(items) - expected).max() < 0.1
     record = gate_folder(folder)
     saved = json.loads((folder / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
-    assert saved == record and record["rows"] == 120 and record["fp32_rows_per_s"] > 0
+    assert saved == record and record["rows"] == 200 and record["fp32_rows_per_s"] > 0
     for route, check in record["checks"].items():
-        assert routes.supported(route, "cpu") and check["rows"] == 120
+        assert routes.supported(route, "cpu") and check["rows"] == 200
         assert {"decision_agreement", "max_probability_difference", "drop_points", "speedup"} <= set(check)
     kept = [r for r, c in record["checks"].items() if c["verdict"] == "pass" and c["speedup"] >= routes.MIN_GAIN]
     assert record["route"] == (max(kept, key=lambda r: record["checks"][r]["speedup"]) if kept else "fp32")
