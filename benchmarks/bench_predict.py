@@ -1,14 +1,16 @@
-"""Inference speed in isolation: rows/s labelling GLUE MRPC's 1,725 test pairs with one fine-tuned model, five
-ways, alternating and repeated: `tuneloop predict` on the PyTorch folder (fp32, and `--precision bf16`), on its ONNX
-fp32 export and on its ONNX int8 export, and a `transformers.pipeline` loop (the baseline a user writes first:
-batch_size 8 calls over the list of pairs). `--ways` runs some of them. Each way runs in its own process; the
-time is the process's wall time (model load included, as a user experiences it) and, from the process's own clock,
-the labelling alone. Each tuneloop way's labels are compared with the fp32 PyTorch ones (`agree_with_fp32`).
+"""Inference speed as a user meets it: GLUE MRPC's 1,725 test pairs labelled by one fine-tuned model, each way in
+its own process, alternating and repeated: `tuneloop predict` (its default, `--precision auto`: the route the model
+folder records as gated), `tuneloop predict --precision fp32` (the exact model), optionally on ONNX fp32 / int8
+exports, and a `transformers.pipeline` loop as a user writes it first (batch_size 8; `pipeline-64` for 64). The
+time is the process's wall time (imports and model load included) and its CPU time; from the process's own clock,
+the labelling alone. Every way's labels are compared with the fp32 ones (`agree_with_fp32`). On a machine with a
+CUDA GPU every way runs on it (pipeline device=0).
 
-Needs a trained model folder (e.g. `tuneloop train --task mrpc --data-dir MRPC --recipe fast --output-dir RUN`);
-the exports are made here with `tuneloop export` (their accuracy gate results are recorded too).
+The model folder is copied and, when it records no gated route for this device (a run from before the gate), the
+gate is run on the copy first (predict/classifier.gate_folder, as a run's end does; its figures are recorded). Needs a
+trained model (e.g. `tuneloop train --task mrpc --data-dir MRPC --max-train-samples 400 --output-dir RUN`).
 
-    python benchmarks/bench_predict.py --run RUN --repeats 2
+    flock /tmp/tuneloop-timing.lock python benchmarks/bench_predict.py --run RUN --repeats 3
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import csv
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -30,20 +33,28 @@ PIPELINE = r"""
 import csv, json, sys, time
 started = time.perf_counter()
 from transformers import pipeline
-model, path, out = sys.argv[1:4]
-classify = pipeline("text-classification", model=model, device=-1)
+model, path, out, batch = sys.argv[1:5]
+import torch
+classify = pipeline("text-classification", model=model, device=0 if torch.cuda.is_available() else -1)
 with open(path, encoding="utf-8-sig", newline="") as f:
     reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
     next(reader)
     pairs = [{"text": r[3], "text_pair": r[4]} for r in reader]
 loaded = time.perf_counter()
-labels = [p["label"] for p in classify(pairs, batch_size=8, truncation=True)]
+labels = [p["label"] for p in classify(pairs, batch_size=int(batch), truncation=True)]
 done = time.perf_counter()
 json.dump({"rows": len(labels), "label_s": done - loaded, "labels": labels}, open(out, "w"))
 """
 
 
-WAYS = ("pytorch", "pytorch-bf16", "onnx-fp32", "onnx-int8", "pipeline")
+WAYS = ("tuneloop", "tuneloop-fp32", "onnx-fp32", "onnx-int8", "pipeline", "pipeline-64")
+DEFAULT_WAYS = "tuneloop,tuneloop-fp32,pipeline"
+GATE = ("import json, sys; from tuneloop.predict.routes import RECORD; "
+        "from tuneloop.predict.classifier import gate_folder; "
+        "from tuneloop.runtime.machine import accelerator_present; "
+        "m = json.load(open(sys.argv[1] + '/tuneloop.json')).get(RECORD, {}); "
+        "d = 'cuda' if accelerator_present() else 'cpu'; "
+        "print(json.dumps(m[d] if d in m else gate_folder(sys.argv[1], cpu=d == 'cpu')))")
 
 
 def main(argv=None) -> int:
@@ -52,7 +63,8 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--allow-drop", type=float, default=5.0, help="--allow-drop for the int8 export (default 5)")
-    p.add_argument("--ways", default=",".join(WAYS), help=f"comma-separated, of {', '.join(WAYS)} (default: all)")
+    p.add_argument("--ways", default=DEFAULT_WAYS, help=f"comma-separated, of {', '.join(WAYS)} (default: "
+                   f"{DEFAULT_WAYS})")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     ways = [w for w in WAYS if w in args.ways.split(",")]
@@ -72,13 +84,21 @@ def main(argv=None) -> int:
             return 1
         exports[name] = {"folder": folder, "export_s": child["process_wall_s"],
                          "report": json.load(open(os.path.join(folder, "export_report.json")))}
-    models = {"pytorch": os.path.join(args.run, "model"), "pytorch-bf16": os.path.join(args.run, "model"),
-              **{k: v["folder"] for k, v in exports.items()}}
+    model = os.path.join(work, "model")                   # a copy: the gate writes into its tuneloop.json
+    shutil.copytree(os.path.join(args.run, "model"), model)
+    gate_log = os.path.join(work, "gate.log")
+    gate = run_child([sys.executable, "-c", GATE, model], gate_log, None)
+    if gate["returncode"] != 0:
+        print(open(gate_log).read()[-2000:])
+        return 1
+    models = {"tuneloop": model, "tuneloop-fp32": model, **{k: v["folder"] for k, v in exports.items()}}
     machine = machine_info()
     out = args.out or default_out(dt.date.today().isoformat(), machine, "-predict")
     result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine,
-              "command": " ".join([sys.executable, *sys.argv]), "rows": None, "runs": [],
-              "gates": {k: v["report"]["gate"] for k, v in exports.items()},
+              "command": " ".join([sys.executable, *sys.argv]), "load_average_start": os.getloadavg(),
+              "rows": None, "runs": [], "precision_gate": json.loads(open(gate_log).read().strip().splitlines()[-1]),
+              "precision_gate_process_s": gate["process_wall_s"],
+              "export_gates": {k: v["report"]["gate"] for k, v in exports.items()},
               "sizes_mb": {k: v["report"]["size_mb"] for k, v in exports.items()}}
     with open(test, encoding="utf-8-sig") as f:
         result["rows"] = sum(1 for _ in f) - 1
@@ -86,10 +106,10 @@ def main(argv=None) -> int:
     for repeat in range(args.repeats):
         for way in ways:
             target = os.path.join(work, f"{way}-{repeat}.tsv")
-            if way == "pipeline":
-                cmd = [sys.executable, "-c", PIPELINE, models["pytorch"], test, target + ".json"]
+            if way.startswith("pipeline"):
+                cmd = [sys.executable, "-c", PIPELINE, model, test, target + ".json", way.partition("-")[2] or "8"]
             else:
-                precision = ["--precision", "bf16"] if way.endswith("bf16") else []
+                precision = ["--precision", "fp32"] if way.endswith("fp32") and way.startswith("tuneloop") else []
                 cmd = [sys.executable, "-m", "tuneloop", "predict", "--model", models[way], "--input", test,
                        "--output", target, "--quiet", "--raw", *precision]
             child = run_child(cmd, os.path.join(work, f"{way}-{repeat}.log"), None)
@@ -97,24 +117,45 @@ def main(argv=None) -> int:
                 print(open(os.path.join(work, f"{way}-{repeat}.log")).read()[-2000:])
                 return 1
             record = {"way": way, "repeat": repeat, "wall_s": child["process_wall_s"],
+                      "cpu_s": round(child["user_cpu_s"] + child["sys_cpu_s"], 2),
+                      "peak_rss_mb": child["process_peak_rss_mb"],
                       "rows_per_s": round(result["rows"] / child["process_wall_s"], 2)}
-            if way == "pipeline":
-                label_s = json.load(open(target + ".json"))["label_s"]
-                record.update(label_s=round(label_s, 2), label_rows_per_s=round(result["rows"] / label_s, 2))
+            if way.startswith("pipeline"):
+                done = json.load(open(target + ".json"))
+                labels[way] = done["labels"]
+                record.update(label_s=round(done["label_s"], 2),
+                              label_rows_per_s=round(result["rows"] / done["label_s"], 2))
             else:
                 with open(target, newline="") as f:
                     labels[way] = [row["label"] for row in csv.DictReader(f, delimiter="\t")]
-                assert len(labels[way]) == result["rows"]
-                if "pytorch" in labels:
-                    record["agree_with_fp32"] = round(statistics.fmean(
-                        a == b for a, b in zip(labels[way], labels["pytorch"])), 5)
+                said = open(os.path.join(work, f"{way}-{repeat}.log")).read()
+                record["precision"] = said.rpartition("(precision: ")[2].partition(")")[0] or None
+            assert len(labels[way]) == result["rows"]
             result["runs"].append(record)
             print(json.dumps(record), flush=True)
             write_atomic(out, result)
-    result["summary"] = {way: {"rows_per_s": round(statistics.fmean(r["rows_per_s"] for r in result["runs"]
-                                                                    if r["way"] == way), 2)}
-                         for way in ways}
+    result["load_average_end"] = os.getloadavg()
+    if "tuneloop-fp32" in labels:                         # the last repeat's labels against the exact model's
+        result["agree_with_fp32"] = {way: round(statistics.fmean(a == b for a, b in zip(got, labels["tuneloop-fp32"])),
+                                                5) for way, got in labels.items()}
+    result["summary"] = summary(result["runs"], ways)
     return finish(out, result, work, shown=result["summary"])
+
+
+def summary(runs: list[dict], ways: list[str]) -> dict:
+    """Per way: mean wall and CPU seconds and rows/s; each way's speed-up over the pipeline at batch 8 (wall and
+    CPU time), from the means."""
+    out = {}
+    for way in ways:
+        mine = [r for r in runs if r["way"] == way]
+        out[way] = {"wall_s": round(statistics.fmean(r["wall_s"] for r in mine), 2),
+                    "cpu_s": round(statistics.fmean(r["cpu_s"] for r in mine), 2),
+                    "rows_per_s": round(statistics.fmean(r["rows_per_s"] for r in mine), 2)}
+    if "pipeline" in out:
+        for way in ways:
+            out[way]["x_pipeline_wall"] = round(out["pipeline"]["wall_s"] / out[way]["wall_s"], 2)
+            out[way]["x_pipeline_cpu"] = round(out["pipeline"]["cpu_s"] / out[way]["cpu_s"], 2)
+    return out
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
-"""Load test on loopback: `tuneloop serve` (PyTorch, and ONNX int8) against the naive server a user writes first
-(FastAPI calling `transformers.pipeline` once per request, no batching), at concurrency 1, 8 and 32.
+"""Load test on loopback: `tuneloop serve` (its default `--precision auto`: the route the model folder records as
+gated; `--precision fp32`; optionally an ONNX int8 export) against the naive server a user writes first (FastAPI
+calling `transformers.pipeline` once per request, no batching), at concurrency 1, 8 and 32. The model folder is
+copied and gated first when it records no route for this device (as bench_predict.py does). On a machine with a
+CUDA GPU every server runs on it.
 
 Each server runs in its own process on 127.0.0.1; the load generator (httpx, asyncio) keeps C requests in flight,
 each one MRPC test pair, for at most --requests requests or --seconds seconds per level, whichever comes first,
@@ -26,6 +29,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from bench_predict import GATE  # noqa: E402
 from bench_train import DEFAULT_DATA_DIR, default_out, machine_info, write_atomic  # noqa: E402
 
 NAIVE = r"""
@@ -34,7 +38,8 @@ import uvicorn
 from fastapi import FastAPI
 from transformers import pipeline
 
-classify = pipeline("text-classification", model=sys.argv[1], device=-1)
+import torch
+classify = pipeline("text-classification", model=sys.argv[1], device=0 if torch.cuda.is_available() else -1)
 app = FastAPI()
 
 @app.get("/health")
@@ -75,7 +80,10 @@ def start(cmd: list[str], port: int, log: str) -> subprocess.Popen:
 
 
 async def load(port: int, pairs: list, concurrency: int, requests: int, seconds: float) -> dict:
-    import httpx
+    try:
+        import httpx
+    except ImportError:                      # the same client under its newer name (what this venv has)
+        import httpx2 as httpx
 
     latencies, errors, sent = [], 0, 0
     deadline = time.perf_counter() + seconds
@@ -117,8 +125,9 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="1,8,32")
     p.add_argument("--requests", type=int, default=400, help="requests per level at most (default 400)")
     p.add_argument("--seconds", type=float, default=40, help="seconds per level at most (default 40)")
-    p.add_argument("--servers", default="tuneloop-pytorch,tuneloop-pytorch-fp32,tuneloop-onnx-int8,naive-pipeline",
-                   help="tuneloop-pytorch is `serve`'s default precision (auto: bf16 on CPUs with AMX)")
+    p.add_argument("--servers", default="tuneloop,tuneloop-fp32,naive-pipeline",
+                   help="of tuneloop (serve's default, --precision auto), tuneloop-fp32, tuneloop-onnx-int8, "
+                        "naive-pipeline (default: all but the ONNX one)")
     p.add_argument("--serve-args", default="", help="extra options for `tuneloop serve`, e.g. \"--max-wait-ms 20\"")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -131,16 +140,20 @@ def main(argv=None) -> int:
     if "tuneloop-onnx-int8" in args.servers:
         subprocess.run([sys.executable, "-m", "tuneloop", "export", args.run, "--output", int8, "--quantize", "int8",
                         "--quiet", "--allow-drop", "5"], check=True)      # the gate's verdict: bench_predict.py
-    model = os.path.join(args.run, "model")
+    model = os.path.join(work, "model")                   # a copy: the gate writes into its tuneloop.json
+    shutil.copytree(os.path.join(args.run, "model"), model)
+    gate = subprocess.run([sys.executable, "-c", GATE, model], capture_output=True, text=True, check=True)
     machine = machine_info()
     out = args.out or default_out(dt.date.today().isoformat(), machine, "-serve")
     result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine,
-              "command": " ".join([sys.executable, *sys.argv]), "serve_args": args.serve_args, "servers": {}}
+              "command": " ".join([sys.executable, *sys.argv]), "serve_args": args.serve_args,
+              "load_average_start": os.getloadavg(), "precision_gate": json.loads(gate.stdout.strip().splitlines()[-1]),
+              "servers": {}}
     for name in args.servers.split(","):
         port = free_port()
         extra = args.serve_args.split()
-        cmd = {"tuneloop-pytorch": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port), *extra],
-               "tuneloop-pytorch-fp32": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port),
+        cmd = {"tuneloop": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port), *extra],
+               "tuneloop-fp32": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port),
                                          "--precision", "fp32", *extra],
                "tuneloop-onnx-int8": [sys.executable, "-m", "tuneloop", "serve", int8, "--port", str(port), *extra],
                "naive-pipeline": [sys.executable, "-c", NAIVE, model, str(port)]}[name]
@@ -163,6 +176,14 @@ def main(argv=None) -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=60)
+    result["load_average_end"] = os.getloadavg()
+    levels = result["servers"].get("naive-pipeline", {}).get("levels", [])
+    naive = {r["concurrency"]: r["requests_per_s"] for r in levels}
+    result["x_naive"] = {name: {r["concurrency"]: round(r["requests_per_s"] / naive[r["concurrency"]], 2)
+                                for r in server["levels"] if naive.get(r["concurrency"])}
+                         for name, server in result["servers"].items()}
+    write_atomic(out, result)
+    print(json.dumps(result["x_naive"]))
     print(f"results: {out}")
     shutil.rmtree(work, ignore_errors=True)
     return 0

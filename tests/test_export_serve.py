@@ -208,37 +208,29 @@ def test_sigterm_finishes_the_requests_in_flight(exported):
     assert "Traceback" not in s.proc.stderr.read()
 
 
-def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_gives_the_process_back(run_dir, capsys, monkeypatch):
-    from transformers import modeling_utils
-
-    import tuneloop
-    from tuneloop.predict.classifier import Classifier
-
+@pytest.mark.skipif(not __import__("tuneloop.predict.routes", fromlist=["supported"]).supported("bf16", "cpu"),
+                    reason="this CPU has no bf16 units")
+def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_leaves_the_process_as_it_was(run_dir, capsys):
+    """--precision bf16 casts a copy of the weights (nothing process-wide is set); the fp32 model stays exact."""
     items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
     matmul = torch.backends.mkldnn.matmul
-    before = (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"])
+    before = (matmul.fp32_precision, torch.get_num_threads())
     with tuneloop.load(run_dir / "model", precision="fp32") as fp32:
-        assert fp32.describe()["precision"] == "fp32" and fp32._levers is None
+        assert fp32.describe()["precision"] == "fp32"
         expected = fp32.predict(items)
     with tuneloop.load(run_dir / "model", precision="bf16") as bf16:
-        assert bf16.describe()["precision"] == "bf16" and matmul.fp32_precision == "bf16"
+        assert bf16.describe()["precision"] == "bf16" and next(bf16.model.parameters()).dtype == torch.bfloat16
         got = bf16.predict(items)
-    assert (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"]) == before
+    assert (matmul.fp32_precision, torch.get_num_threads()) == before
     for a, b in zip(expected, got):
         assert a["label"] == b["label"]
         assert a["probabilities"]["equivalent"] == pytest.approx(b["probabilities"]["equivalent"], abs=0.02)
-    # the command line: `predict --precision bf16` takes the levers (fp32, the default, does not), answers as the
-    # API's bf16 and gives the process back too
-    taken = []
-    monkeypatch.setattr(Classifier, "_use_bf16", lambda self, use=Classifier._use_bf16: taken.append(use(self)))
-    for flags, levers in (([], []), (["--precision", "bf16"], [None])):
+    for flags, answers in (([], expected), (["--precision", "bf16"], got), (["--precision", "fp32"], expected)):
         capsys.readouterr()
-        assert main(["predict", "--model", str(run_dir), *flags, *items[0]]) == 0 and taken == levers
+        assert main(["predict", "--model", str(run_dir), *flags, *items[0]]) == 0
         row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        answer = (got if flags else expected)[0]
-        assert row["label"] == answer["label"]
-        assert row["prob_equivalent"] == pytest.approx(answer["probabilities"]["equivalent"], abs=1e-5)
-        assert (matmul.fp32_precision, modeling_utils.ALL_ATTENTION_FUNCTIONS["sdpa"]) == before
+        assert row["label"] == answers[0]["label"]          # auto: no route recorded (60 validation rows): fp32
+        assert row["prob_equivalent"] == pytest.approx(answers[0]["probabilities"]["equivalent"], abs=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["pytorch", "onnx"])
@@ -295,9 +287,9 @@ def test_a_classifier_refuses_texts_it_cannot_read_in_one_line(run_dir):
 
 # ---------------------------------------------------------------------------------------------- one loop, one check
 def test_every_use_of_a_model_runs_the_one_inference_loop(run_dir, tiny_model, tmp_path, monkeypatch):
-    """predict, predict_proba, logits, a DataFrame, evaluate, predict_file, serve's batches, the export's gate and a
-    run's test predictions all reach evaluation.inference.run_inference through Classifier.run, and the model is
-    never called outside it."""
+    """predict, predict_proba, logits, a DataFrame, evaluate, predict_file, serve's batches, the precision gate, the
+    export's gate and a run's test predictions all reach evaluation.inference.run_inference through Classifier.run,
+    and the model is never called outside it."""
     import pandas as pd
 
     from tuneloop.deploy.serve import predict_rows
@@ -333,6 +325,15 @@ def test_every_use_of_a_model_runs_the_one_inference_loop(run_dir, tiny_model, t
             call()
             assert len(calls) > before, f"{use} did not go through the one loop"
     assert outside and not any(outside)                       # every forward pass ran inside run_inference
+    calls.clear()
+    import shutil
+
+    from tuneloop.predict.classifier import gate_folder
+
+    shutil.copytree(run_dir / "model", tmp_path / "gated")
+    gate_folder(tmp_path / "gated")                           # the precision gate: fp32 and each route it checks
+    assert len(calls) >= 2 * (1 + len(json.loads((tmp_path / "gated" / "tuneloop.json").read_text())
+                                       ["precision_routes"]["cpu"]["checks"]))
     calls.clear()
     assert main(["export", str(run_dir), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
     assert calls == ["Evaluating validation"] * 2             # the gate: the PyTorch model, then the exported one

@@ -67,10 +67,10 @@ def cmd_evaluate(ns) -> int:
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
     quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
-    with command_scope(quiet), Classifier.load(ns.model, cpu=cpu) as clf:
+    with command_scope(quiet), Classifier.load(ns.model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
         results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
     ev = results["eval"]
-    print(f"decision rule: {results['decision_rule']}")
+    print(f"decision rule: {results['decision_rule']} | precision: {clf.precision}")
     print(f"eval ({ev['num_samples']} examples): " +
           "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
     for split, metrics in results.get("eval_splits", {}).items():
@@ -99,7 +99,7 @@ def cmd_predict(ns) -> int:
     if output and Path(output).exists() and not ns.overwrite:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
     quiet = ns.quiet or bool(ns.texts)
-    with command_scope(quiet), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
+    with command_scope(quiet, data=False), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it
             recorded = clf.text_columns
             if recorded and len(ns.texts) != len(recorded):
@@ -112,7 +112,7 @@ def cmd_predict(ns) -> int:
             return 0
         count = predict_file(clf, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
                              text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw)
-    print(f"wrote {count} predictions to {output}")
+    print(f"wrote {count} predictions to {output} (precision: {clf.precision})")
     return 0
 
 

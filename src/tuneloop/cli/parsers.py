@@ -10,9 +10,10 @@ from ..config.options import PRECISIONS, PRUNERS, with_trait
 from ..version import __version__
 
 # predict's and serve's --precision (predict/classifier.py)
-PRECISION_HELP = ("PyTorch backend: bf16 matrix products (fp32 accumulation; probabilities within ~0.02 of fp32), 1.4x "
-                  "the rows/s of fp32 on CPUs with AMX and no gain without; auto: bf16 where the CPU has AMX, fp32 "
-                  "elsewhere")
+PRECISION_HELP = ("PyTorch backend: auto takes the route the model folder records as gated for this device (checked "
+                  "against fp32 on the validation rows at the end of training: int8 Linear layers or bf16 weights on "
+                  "a CPU, bf16/fp16 on a GPU), fp32 where none is; fp32 is the exact model; int8, bf16, fp16 force a "
+                  "route without the gate")
 
 # each option names the commands that take it (`commands` in the options): `train` takes every one, a search's
 # trials all but those of experiments and resuming (the search has its own), evaluate the data it reads
@@ -83,6 +84,7 @@ def add_evaluate(sub) -> None:
         help="ignore the model's decision rule (temperature, "
         "thresholds, abstain level): metrics of raw softmax/sigmoid and argmax (0.5 per label)",
     )
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS, help=f"{PRECISION_HELP} (default: fp32)")
     add_config_arguments(p, only=EVAL_OPTIONS)
 
 
@@ -121,9 +123,9 @@ def add_predict(sub) -> None:
     p.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is present")
     p.add_argument(
         "--precision",
-        default="fp32",
+        default="auto",
         choices=PRECISIONS,
-        help=f"{PRECISION_HELP} (default: fp32, exact)",
+        help=f"{PRECISION_HELP} (default: auto)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 

@@ -43,7 +43,7 @@ SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
-PRECISIONS = ("auto", "fp32", "bf16")    # a loaded model (predict/classifier.py): `auto` is bf16 on CPUs with AMX
+PRECISIONS = ("auto", "fp32", "bf16", "int8", "fp16")   # a loaded model (predict/classifier.py, predict/routes.py)
 
 
 @dataclass

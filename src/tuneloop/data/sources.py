@@ -80,6 +80,12 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
                "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
 
 
+def canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[dict]:
+    """The rows of a file (or a Table) as read_table stores them, with its checks and messages, without an
+    Arrow table (tuneloop predict reads files this way: no datasets import)."""
+    return _canonical_rows(path, names, text, label, id_col, need_label)
+
+
 def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,
                split: str = "train", stats: dict | None = None):
     """Read one file into the canonical Arrow table, cached by the file's path, size and modification time.

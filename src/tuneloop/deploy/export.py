@@ -25,11 +25,10 @@ from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_
 from ..model.onnx_model import export_onnx, is_onnx_folder, quantize_int8
 from ..predict.classifier import Classifier, model_folder
 from ..predict.evaluate import evaluation
+from ..predict.routes import DEFAULT_DROP, compare
 from ..runtime.process import command_scope
-from ..tasks import signed_score
 
 log = logging.getLogger("tuneloop")
-DEFAULT_DROP = 0.5           # points of the main metric
 
 
 def source_folder(source: str) -> Path:
@@ -40,18 +39,16 @@ def source_folder(source: str) -> Path:
     return path
 
 
-def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None) -> dict:
-    """Compare two evaluations of the first split: both metrics, the drop in points, the largest logit
-    difference, and the verdict."""
-    (ours, theirs), split = (torch_eval.main_split, onnx_eval.main_split), next(iter(torch_eval.outputs))
-    logits_a, logits_b = torch_eval.outputs[split][0], onnx_eval.outputs[split][0]
-    drop = round((signed_score(main, ours[main]) - signed_score(main, theirs[main])) * 100, 4)
-    limit = DEFAULT_DROP if allow_drop is None else allow_drop
-    verdict = "fail" if drop > limit else "warn" if drop > DEFAULT_DROP else "pass"
-    return {"split": split, "rows": len(logits_a), "main_metric": main, "pytorch": ours, "exported": theirs,
-            "drop_points": drop, "allowed_drop_points": limit,
-            "max_logit_difference": float(np.abs(logits_a - logits_b).max()),
-            "prediction_agreement": float(np.mean(logits_a.argmax(-1) == logits_b.argmax(-1))), "verdict": verdict}
+def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) -> dict:
+    """Compare two evaluations of the first split with the one accuracy gate (predict/routes.compare; raw scores,
+    the main metric's drop decides): both metrics, the drop in points, the largest logit (and probability)
+    difference, the share of identical predictions, and the verdict."""
+    split = next(iter(torch_eval.outputs))
+    ours = {"metrics": torch_eval.main_split, "logits": torch_eval.outputs[split][0]}
+    theirs = {"metrics": onnx_eval.main_split, "logits": onnx_eval.outputs[split][0]}
+    checked = compare(ours, theirs, main, objective, None, allow_drop)
+    return {"split": split, "pytorch": ours["metrics"], "exported": theirs["metrics"], **checked,
+            "prediction_agreement": float(np.mean(ours["logits"].argmax(-1) == theirs["logits"].argmax(-1)))}
 
 
 def export_model(source: str, output: str, quantize: str | None = None, allow_drop: float | None = None,
@@ -89,7 +86,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
             (tmp / METADATA_FILE).write_text(json.dumps({**meta, "export": info}, indent=2), encoding="utf-8")
             with Classifier.load(tmp, cpu=True) as exported:
                 checked = [evaluation(c, {"quiet": quiet}, raw=True)[1] for c in (clf, exported)]
-            report = {**info, "gate": gate(*checked, main, allow_drop)}
+            report = {**info, "gate": gate(*checked, main, allow_drop, clf.objective)}
             (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
             g = report["gate"]
             if g["verdict"] == "fail":

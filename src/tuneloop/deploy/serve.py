@@ -7,8 +7,9 @@
     GET  /stats     → requests, rows, batches and how many rows each batch held
 
 Requests wait in a queue; one worker takes up to --max-batch-size rows (several requests) or whatever arrived
-within --max-wait-ms and runs them through the model's one inference loop (`Classifier.logits`, length-sorted
-batches) on the PyTorch model or the ONNX Runtime session (an exported folder), off the event loop. Each row is
+within --max-wait-ms and runs them through the model's one inference loop (`Classifier.logits`: longest first, in
+token-budget batches) on the PyTorch model — by the route `--precision` names, the gated one by default — or the
+ONNX Runtime session (an exported folder), off the event loop. Each row is
 decided by the model's saved rule (temperature, thresholds, abstain) as `tuneloop predict` does. Texts are checked
 as `Classifier.predict` checks them; bad requests get a 4xx with a one-line message and never take the server
 down; SIGTERM stops accepting connections and finishes the requests in flight.

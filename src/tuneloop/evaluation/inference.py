@@ -40,9 +40,10 @@ def run_inference(model, loader, accelerator, accumulator: Accumulator, desc: st
 
 
 class OneProcess:
-    """What run_inference asks of an Accelerator, for inference in this process alone (a saved model used outside a
-    launch: texts in memory, serve): batches moved to the model's device, nothing to gather. Starting an Accelerator
-    (and giving its process state back) for every call would cost more than predicting one short text."""
+    """What run_inference (and `Classifier.accelerated`'s callers) ask of an Accelerator, for inference in this
+    process alone (a saved model used outside a launch: texts in memory, files, serve): batches moved to the
+    model's device, nothing to gather, every process the main one. Starting an Accelerator (and giving its process
+    state back) for every call would cost more than predicting one short text."""
 
     is_main_process = True
     num_processes = 1
@@ -56,18 +57,28 @@ class OneProcess:
     def gather_for_metrics(self, tensors):
         return tensors
 
+    def main_process_first(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def wait_for_everyone(self) -> None:
+        pass
+
 
 class OnDevice:
-    """A DataLoader of `Batch`es, each moved to `device` as it is taken (what Accelerate's prepared loaders do)."""
+    """A DataLoader of `Batch`es, each moved to `device` as it is taken (what Accelerate's prepared loaders do); to
+    a GPU without blocking (a batch made in pinned pages is copied while the GPU works on the one before)."""
 
     def __init__(self, loader, device):
         self.loader, self.device = loader, device
+        self.non_blocking = getattr(device, "type", str(device)) == "cuda"
 
     def __len__(self) -> int:
         return len(self.loader)
 
     def __iter__(self):
-        return (batch.to(self.device) for batch in self.loader)
+        return (batch.to(self.device, self.non_blocking) for batch in self.loader)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from ..objective import objective_for
 from .inputs import encoded, items_of
 from .rows import decided_rows, prediction_rows
 
-CHUNK = 16                                 # rows per batch of texts given in memory (data sets: --batch-size)
+CHUNK = 256             # rows per batch of texts given in memory at most (and batches.TOKEN_BUDGET tokens)
 
 
 def text_policy(meta: dict, tokenizer) -> TextPolicy:
@@ -68,6 +68,24 @@ def model_folder(path: str | os.PathLike) -> Path:
     return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 
+def gate_folder(folder, *, cpu: bool = False, batch_size: int = 64) -> dict:
+    """The precision gate (routes.gate) for a model folder: every route this device computes natively checked
+    against fp32 on the folder's recorded validation rows and timed; the record written into its tuneloop.json
+    (`--precision auto` reads it) and returned."""
+    from ..runtime.process import library_output
+    from . import routes
+
+    with library_output(quiet=True), Classifier.load(folder, cpu=cpu, precision="fp32") as clf:
+        record = routes.gate(clf, batch_size)
+        routes.write_record(clf.path, clf.device.type, record)
+    return record
+
+
+def launched() -> bool:
+    """Whether this process is one of several started by `accelerate launch` / torchrun."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
 def _adapter_base(path: str) -> str:
     import json
 
@@ -75,8 +93,8 @@ def _adapter_base(path: str) -> str:
 
 
 class Classifier(contextlib.AbstractContextManager):
-    """A trained classifier (or regressor) ready to use; see the module's docstring. `close()` (or `with`) gives
-    back the process-wide settings a bf16 precision took."""
+    """A trained classifier (or regressor) ready to use; see the module's docstring. `precision` says how it
+    computes: fp32 (exact), a gated or forced route (int8, bf16, fp16: predict/routes.py), or onnx."""
 
     def __init__(self, model, tokenizer, metadata: dict, labels: LabelSchema, *, path: str | None = None,
                  backend: str = "pytorch", accelerator=None):
@@ -87,17 +105,20 @@ class Classifier(contextlib.AbstractContextManager):
         self.objective = objective_for(labels)
         self.rule = DecisionRule.from_dict(metadata.get("decision")) if self.objective.classes else None
         self.precision = "onnx" if backend == "onnx" else "fp32"
-        self._levers = None
+        self._device = None
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32",
              threads: int | None = None) -> "Classifier":
-        """Load a saved model once. `precision` (PyTorch): "bf16" computes matrix products in bf16 with fp32
-        accumulation and attention in pieces (1.4x the rows/s of fp32 on a CPU with AMX); "auto" is bf16 on CPUs
-        with AMX, fp32 elsewhere. `threads`: CPU threads for an ONNX Runtime session."""
+        """Load a saved model once. `precision` (PyTorch): "fp32", the default, is the model exactly as trained;
+        "auto" is the route the model folder records as gated for this kind of device (predict/routes.py: int8
+        Linear layers or bf16 weights on a CPU, bf16/fp16 weights on a GPU, kept only where decisions agreed with
+        fp32's on the validation rows and it was faster), fp32 where none is recorded; "int8", "bf16", "fp16" force
+        a route without the gate. `threads`: CPU threads for an ONNX Runtime session."""
         import torch
 
         from ..runtime import machine
+        from . import routes
 
         if precision not in PRECISIONS:
             raise TuneloopError(f"precision: one of {', '.join(PRECISIONS)}, got {precision!r}")
@@ -106,7 +127,7 @@ class Classifier(contextlib.AbstractContextManager):
         model_dir = str(model_folder(path))              # a run folder reads as its model/
         resolved = resolve_model(model_dir)
         meta = read_metadata(resolved)
-        with library_output(quiet=True):         # no load reports or weight bars; the settings are given back
+        with library_output(quiet=True, data=False):     # no load reports or weight bars; given back after
             tokenizer = load_tokenizer(model_dir)
             model, config = _load_model(resolved, model_dir, meta, threads)
         if getattr(config, "pad_token_id", None) is None:     # a decoder folder as it ships: EOS pads
@@ -118,23 +139,29 @@ class Classifier(contextlib.AbstractContextManager):
             if not machine.use_cpu(cpu) and torch.cuda.is_available():
                 model.to("cuda")
         clf = cls(model, tokenizer, meta, labels, path=model_dir, backend=backend)
-        if precision == "auto":
-            precision = "bf16" if machine.native_bf16(cpu_only=True) and clf.device.type == "cpu" else "fp32"
-        if backend == "pytorch" and precision == "bf16":
-            clf._use_bf16()
+        if backend == "pytorch" and precision != "fp32":
+            device = clf.device.type
+            route = routes.recorded_route(meta, device) if precision == "auto" else precision
+            if not routes.supported(route, device):
+                raise TuneloopError(f"--precision {precision}: not computed natively on this {device} (see "
+                                    "`tuneloop env`); use --precision auto or fp32")
+            clf = clf.with_route(route)
         return clf
 
-    def _use_bf16(self) -> None:
-        from ..runtime import speed
+    def with_route(self, route: str) -> "Classifier":
+        """This model computed by a precision route (predict/routes.py), the fp32 model left as it is; "fp32" is
+        this Classifier itself."""
+        from . import routes
 
-        self._levers = speed.SpeedLevers(bf16_matmuls=True, chunked_attention=True).__enter__()
-        self._levers.route_attention(self.model, cheap_masks=False)
-        self.precision = "bf16"
+        if route == "fp32" or self.backend != "pytorch":
+            return self
+        other = type(self)(routes.applied(self.model, route), self.tokenizer, self.metadata, self.label_schema,
+                           path=self.path, backend=self.backend)
+        other.precision = route
+        return other
 
     def close(self) -> None:
-        if self._levers is not None:
-            self._levers.__exit__(None, None, None)
-            self._levers = None
+        """Nothing process-wide is held (kept so `with tuneloop.load(...)` reads the same)."""
 
     def __exit__(self, *exc):
         self.close()
@@ -161,7 +188,9 @@ class Classifier(contextlib.AbstractContextManager):
     def device(self):
         import torch
 
-        return next(self.model.parameters()).device if self.backend == "pytorch" else torch.device("cpu")
+        if self._device is None:
+            self._device = next(self.model.parameters()).device if self.backend == "pytorch" else torch.device("cpu")
+        return self._device
 
     def decision_rule(self, raw: bool = False) -> DecisionRule | None:
         """The saved rule (temperature, thresholds, abstain level); None with `raw` (plain softmax/sigmoid and
@@ -210,8 +239,8 @@ class Classifier(contextlib.AbstractContextManager):
 
     def logits(self, items: list[tuple[str, str | None]]) -> np.ndarray:
         """Logits, a row per (text, second text or None) — checked rows, as `items` gives them — in order: tokenized
-        as the run read its texts (long texts cut or windowed and pooled back), then `run` in batches of CHUNK
-        rows, longest first."""
+        as the run read its texts (long texts cut or windowed and pooled back), then `run` longest first in batches
+        of at most CHUNK rows and batches.TOKEN_BUDGET tokens."""
         return self.run(encoded(items, self.tokenizer, self.policy), batch_size=CHUNK).all_logits
 
     def rows(self, logits: np.ndarray, *, raw: bool = False) -> list[dict]:
@@ -229,22 +258,32 @@ class Classifier(contextlib.AbstractContextManager):
     def run(self, rows, *, batch_size: int = 64, quiet: bool = True, desc: str = "Predicting", metric_names=(),
             pooling: str | None = None):
         """Every prediction of this model goes through here (predict, predict_proba, logits, evaluate, predict_file,
-        serve, the export's gate, a run's test predictions): `rows` — a tokenized split (data/tokenize.tokenize;
-        labels kept when it has them) or texts in memory (predict/inputs.encoded) — in batches of `batch_size`,
-        longest first (data/batching.eval_loader), through evaluation.inference.run_inference, the loop training's
-        evaluation runs. Inside `accelerated()` (or a run) every process takes its share and the results are
-        gathered; otherwise it runs in this process on the model's device. Returns the Accumulator: `all_logits`
-        (a row per input row, in order, windows pooled by `pooling`, the model's own by default), `all_labels`,
-        and `compute()` for `metric_names`."""
-        from ..data.batching import eval_loader, make_collator
+        serve, the export's gate, the precision gate, a run's test predictions): `rows` — a tokenized split
+        (data/tokenize.tokenize; labels kept when it has them) or rows in memory (predict/batches.Tokenized) —
+        through evaluation.inference.run_inference, the loop training's evaluation runs. In this process (no launch)
+        the rows go longest first in batches of at most `batch_size` rows and batches.TOKEN_BUDGET padded tokens
+        (predict/batches.py); inside a run or a launch (`accelerated()` under `accelerate launch`) in batches of
+        `batch_size`, longest first (data/batching.eval_loader), every process taking its share, results gathered.
+        Returns the Accumulator: `all_logits` (a row per input row, in order, windows pooled by `pooling`, the
+        model's own by default), `all_labels`, and `compute()` for `metric_names`."""
         from ..evaluation.inference import OneProcess, run_inference
         from ..evaluation.metrics import Accumulator
 
-        accelerator = self.accelerator if self.accelerator is not None else OneProcess(self.device)
-        model = self._prepared if self.accelerator is not None else self.model
-        loader = accelerator.prepare(eval_loader(rows, batch_size, make_collator(self.tokenizer, False, None)))
         accumulator = Accumulator(metric_names, self.objective, pooling or self.policy.pooling)
-        return run_inference(model, loader, accelerator, accumulator, desc, quiet)
+        if self.accelerator is None or isinstance(self.accelerator, OneProcess):
+            from .batches import BudgetBatches, Tokenized
+
+            accelerator, device = OneProcess(self.device), self.device
+            tok = self.tokenizer
+            loader = accelerator.prepare(BudgetBatches(Tokenized.of(rows), batch_size, tok.pad_token_id or 0,
+                                                       tok.padding_side, pin=device.type == "cuda"))
+            return run_inference(self.model, loader, accelerator, accumulator, desc, quiet)
+        from ..data.batching import eval_loader, make_collator
+        from .batches import Tokenized
+
+        rows = rows.as_dataset() if isinstance(rows, Tokenized) else rows
+        loader = self.accelerator.prepare(eval_loader(rows, batch_size, make_collator(self.tokenizer, False, None)))
+        return run_inference(self._prepared, loader, self.accelerator, accumulator, desc, quiet)
 
     @contextlib.contextmanager
     def accelerated(self):
@@ -254,6 +293,15 @@ class Classifier(contextlib.AbstractContextManager):
         own; otherwise one made for this context, its process state given back afterwards."""
         if self.accelerator is not None:
             yield self.accelerator
+            return
+        if not launched():                    # one process: no Accelerator to start (nor accelerate to import)
+            from ..evaluation.inference import OneProcess
+
+            self.accelerator = OneProcess(self.device)
+            try:
+                yield self.accelerator
+            finally:
+                self.accelerator = None
             return
         from accelerate import Accelerator
 

@@ -4,6 +4,8 @@ its tuneloop.json, so no option has to be repeated; a plain save_pretrained fold
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import tasks
 from ..atomic import atomic_write_json
 from ..config.data_options import DataOptions
@@ -11,11 +13,12 @@ from ..config.fields import need
 from ..config.options import default, with_trait
 from ..data.prepare import prepare_data
 from ..data.readers import detect_columns, file_columns
-from ..data.sources import load_user_files
-from ..data.tokenize import tokenize
+from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import DataError
 from .rows import write_predictions
+
+FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
 
 def data_config_for(clf, overrides: dict) -> DataOptions:
@@ -88,17 +91,37 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
 def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,
                  quiet: bool = False, raw: bool = False) -> int:
     """`tuneloop predict --input FILE`: one row per input row, decided by the model's rule unless `raw`; returns
-    the number written (the main process writes)."""
-    data = load_user_files(None, None, input_path, text_columns, None,
-                           known_text=known_text(input_path, clf.metadata, text_columns))
-    tokenized = tokenize(data.test["test"], clf.tokenizer, clf.policy, data.pair, None, "Tokenizing")
+    the number written (the main process writes). The file is read (with the one reader's checks and messages:
+    data/sources) and tokenized in memory, FILE_CHUNK rows at a time, without building a datasets.Dataset."""
+    from .inputs import encoded
+
+    ids, logits = [], []
     with clf.accelerated() as accelerator:
-        logits = clf.run(tokenized, batch_size=batch_size, quiet=quiet).all_logits
-        rows = clf.table_rows(data.test["test"]["id"], logits, raw=raw, glue=glue)
+        for chunk in file_items(input_path, clf.metadata, text_columns):
+            ids += [row_id for row_id, _ in chunk]
+            logits.append(clf.run(encoded([item for _, item in chunk], clf.tokenizer, clf.policy),
+                                  batch_size=batch_size, quiet=quiet).all_logits)
+        rows = clf.table_rows(ids, np.concatenate(logits) if logits else np.zeros((0, 1)), raw=raw, glue=glue)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,
                               task=tasks.get_task(clf.metadata.get("task")))
     return len(rows)
+
+
+def file_items(path: str, meta: dict, text_columns=None, chunk: int = FILE_CHUNK):
+    """Lists of (id, (text, second text or None)) of a file to predict, `chunk` rows at a time: its columns as
+    `tuneloop train` finds them (the model's own when the file has them), each row checked as training's reader
+    checks it."""
+    columns = detect_columns(path, file_columns(path), list(known_text(path, meta, text_columns) or []) or None,
+                             None, need_label=False)
+    rows, taken = [], canonical_rows(path, None, columns.text, None, columns.id, False)
+    for row in taken:
+        rows.append((row["id"], (row["text_a"], row["text_b"])))
+        if len(rows) == chunk:
+            yield rows
+            rows = []
+    if rows:
+        yield rows
 
 
 def known_text(path: str, meta: dict, given) -> tuple | None:

@@ -84,46 +84,14 @@ def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], boo
     return checked(rows, pair, text_columns), False
 
 
-class Encoded:
-    """Tokenized rows held in memory, with the few `datasets.Dataset` methods the evaluation loader uses
-    (data/batching.eval_loader: column_names, a column, select, select_columns, with_format, a row); building a
-    Dataset would cost more than predicting one text."""
-
-    def __init__(self, columns: dict, order=None):
-        self.columns = columns
-        self.order = list(range(len(columns["input_ids"]))) if order is None else list(order)
-
-    @property
-    def column_names(self) -> list[str]:
-        return list(self.columns)
-
-    def __len__(self) -> int:
-        return len(self.order)
-
-    def __getitem__(self, key):
-        if isinstance(key, str):
-            column = self.columns[key]
-            return [column[i] for i in self.order]
-        row = self.order[key]
-        return {name: column[row] for name, column in self.columns.items()}
-
-    def select(self, indices) -> "Encoded":
-        return Encoded(self.columns, [self.order[int(i)] for i in indices])
-
-    def select_columns(self, names) -> "Encoded":
-        return Encoded({name: self.columns[name] for name in names}, self.order)
-
-    def with_format(self, kind) -> "Encoded":           # rows stay lists; the collator makes the tensors
-        return self
-
-
-def encoded(items: list[Item], tokenizer, policy) -> Encoded:
+def encoded(items: list[Item], tokenizer, policy):
     """Checked rows tokenized as a run reads its texts (data/tokenize.Tokenize: long texts cut or windowed, each
-    piece carrying its row in `doc`)."""
+    piece carrying its row in `doc`), held as plain lists (predict/batches.Tokenized): no datasets.Dataset."""
     from ..data.tokenize import Tokenize
+    from .batches import Tokenized
 
     n = len(items)
     columns = Tokenize(tokenizer, policy, items[0][1] is not None, None)(
         {"idx": list(range(n)), "pos": list(range(1, n + 1)), "id": [str(i) for i in range(n)],
          "text_a": [a for a, _ in items], "text_b": [b for _, b in items], "label": [None] * n})
-    return Encoded(dict(columns))
+    return Tokenized(dict(columns))

@@ -23,38 +23,50 @@ _CHATTY = ("accelerate", "torch.distributed", "torch._dynamo", "filelock", "urll
 
 
 @contextlib.contextmanager
-def library_output(quiet: bool):
+def library_output(quiet: bool, data: bool = True):
     """transformers and datasets at error level and without weight-loading bars; `quiet`, or a stderr that is
     not a terminal, also hides the tokenization bars. Tokenizers keep their parallelism (and do not warn when a
-    DataLoader forks)."""
-    import datasets
+    DataLoader forks). `data=False` (loading or using a model, no data set read): datasets is neither imported
+    nor touched."""
     import transformers
 
-    t_logging, d_logging = transformers.logging, datasets.logging
-    before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(), d_logging.get_verbosity(),
-              datasets.are_progress_bars_disabled(), {n: logging.getLogger(n).level for n in _CHATTY},
-              os.environ.get("TOKENIZERS_PARALLELISM"))
+    t_logging = transformers.logging
+    before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(),
+              {n: logging.getLogger(n).level for n in _CHATTY}, os.environ.get("TOKENIZERS_PARALLELISM"))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
     t_logging.set_verbosity_error()
     t_logging.disable_progress_bar()
-    d_logging.set_verbosity_error()
-    (datasets.disable_progress_bars if quiet or not interactive() else datasets.enable_progress_bars)()
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
-        yield
+        with (datasets_output(quiet) if data else contextlib.nullcontext()):
+            yield
     finally:
-        t_verbosity, t_bars, d_verbosity, d_disabled, levels, parallelism = before
+        t_verbosity, t_bars, levels, parallelism = before
         t_logging.set_verbosity(t_verbosity)
         (t_logging.enable_progress_bar if t_bars else t_logging.disable_progress_bar)()
-        d_logging.set_verbosity(d_verbosity)
-        (datasets.disable_progress_bars if d_disabled else datasets.enable_progress_bars)()
         for name, level in levels.items():
             logging.getLogger(name).setLevel(level)
         if parallelism is None:
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = parallelism
+
+
+@contextlib.contextmanager
+def datasets_output(quiet: bool):
+    """datasets at error level; its bars hidden when `quiet` or stderr is not a terminal; given back after."""
+    import datasets
+
+    d_logging = datasets.logging
+    before = (d_logging.get_verbosity(), datasets.are_progress_bars_disabled())
+    d_logging.set_verbosity_error()
+    (datasets.disable_progress_bars if quiet or not interactive() else datasets.enable_progress_bars)()
+    try:
+        yield
+    finally:
+        d_logging.set_verbosity(before[0])
+        (datasets.disable_progress_bars if before[1] else datasets.enable_progress_bars)()
 
 
 @contextlib.contextmanager
@@ -106,9 +118,10 @@ def accelerate_state():
 
 
 @contextlib.contextmanager
-def command_scope(quiet: bool):
-    """For `tuneloop evaluate` / `predict` and their Python functions."""
-    with library_output(quiet), accelerate_state():
+def command_scope(quiet: bool, data: bool = True):
+    """For `tuneloop evaluate` / `predict` and their Python functions. `data=False` (a command that reads no data
+    set and starts no Accelerator: `predict` in one process): neither datasets nor accelerate is imported."""
+    with library_output(quiet, data), (accelerate_state() if data else contextlib.nullcontext()):
         yield
 
 

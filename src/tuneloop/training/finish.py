@@ -83,3 +83,24 @@ def end_training(accelerator) -> None:
     if accelerator.num_processes > 1:
         time.sleep(0.2)
     accelerator.end_training()
+
+
+def gate_precision(run) -> None:
+    """The precision gate (predict/routes.py) on OUT/model: each faster route this device computes natively,
+    checked against fp32 on the validation rows and timed there; the chosen one (or fp32) and every figure written
+    into model/tuneloop.json, which `--precision auto` reads. A run with fewer than routes.GATE_MIN_ROWS validation
+    rows is not gated (its models stay fp32 under `auto`); a gate that fails to run is a warning, not the run's end."""
+    from ..layout import MODEL_DIR
+    from ..predict import routes
+    from ..predict.classifier import gate_folder
+
+    rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
+    if not run.accelerator.is_main_process or rows < routes.GATE_MIN_ROWS:
+        return
+    try:
+        record = gate_folder(run.output_dir / MODEL_DIR, cpu=run.accelerator.device.type == "cpu",
+                                    batch_size=run.config.eval_batch_size)
+    except Exception as e:  # noqa: BLE001 - the model is saved; only the faster route is missing
+        log.warning(f"precision gate: not run ({type(e).__name__}: {e}); --precision auto stays fp32")
+        return
+    log.info(f"precision gate: {routes.describe(record)}")

@@ -1,0 +1,189 @@
+"""Precision routes: faster ways to compute a PyTorch model than fp32 — int8 dynamic quantization of its Linear
+layers (CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it) or its weights cast to bf16 (CPUs with bf16 units,
+GPUs) or fp16 (GPUs) — and the one accuracy gate that decides whether one may be used.
+
+The gate (`compare`) runs a candidate and the exact fp32 model over the same labelled rows and records the main
+metric of each, the drop in points, the share of rows whose decision (label under the saved rule, abstaining
+included) is the same, the largest probability and logit differences; it fails past `allow_drop` points or, where
+asked, under `min_agreement`. `tuneloop export` gates its ONNX model with it (the metric only). `gate`, run at
+the end of training (predict/classifier.gate_folder) on the model folder's recorded validation rows, gates each
+route this device supports, times each on those rows, and picks the fastest passing one — only when it is at least
+MIN_GAIN× fp32's rows/s — writing it with every figure into the folder's tuneloop.json (`precision_routes`, per
+device type). `Classifier.load(precision="auto")` then uses that route on that kind of device, fp32 elsewhere;
+`precision="fp32"` is always the exact model.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..atomic import atomic_write_text
+from ..layout import METADATA_FILE
+from ..tasks import signed_score
+
+log = logging.getLogger("tuneloop")
+
+ROUTES = ("fp32", "int8", "bf16", "fp16")
+CANDIDATES = {"cpu": ("int8", "bf16"), "cuda": ("bf16", "fp16")}
+DEFAULT_DROP = 0.5           # points of the main metric
+MIN_AGREEMENT = 0.99         # share of validation rows whose decision a route must keep
+MIN_GAIN = 1.1               # a route is kept only when its rows/s is at least this multiple of fp32's
+GATE_MIN_ROWS = 200          # fewer validation rows: no gate (the 99% floor should allow 2 changed rows, not 1)
+GATE_ROWS = 2000             # validation rows the gate compares at most (the first ones)
+TIMED_ROWS = 512             # of those, rows timed per route (after one untimed pass)
+RECORD = "precision_routes"  # the section of tuneloop.json
+
+
+def supported(route: str, device_type: str) -> bool:
+    """Whether this machine computes `route` on a device of `device_type` ("cpu" or "cuda") natively."""
+    import torch
+
+    from ..runtime.machine import cpu_flags
+
+    if route == "fp32":
+        return True
+    if device_type == "cpu":
+        if route == "int8":
+            return any(e in torch.backends.quantized.supported_engines for e in ("x86", "fbgemm", "qnnpack"))
+        return route == "bf16" and bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
+    if device_type == "cuda":
+        return route == "fp16" or (route == "bf16" and torch.cuda.is_bf16_supported(including_emulation=False))
+    return False
+
+
+def applied(model, route: str):
+    """`model` computed by `route`: itself for fp32, otherwise a copy (the fp32 model is left as it is)."""
+    import torch
+
+    if route == "fp32":
+        return model
+    if route == "int8":
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")           # torch.ao.quantization's note about its future home
+            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    if route in ("bf16", "fp16"):
+        return copy.deepcopy(model).to(torch.bfloat16 if route == "bf16" else torch.float16)
+    raise ValueError(f"precision route: one of {', '.join(ROUTES)}, got {route!r}")
+
+
+def decisions(logits: np.ndarray, objective, rule) -> np.ndarray | None:
+    """A row's decision (-1 where the rule abstains; multi-label: the set, one row of 0/1), None for regression."""
+    if not objective.classes:
+        return None
+    if rule is None:
+        return objective.predictions(logits)
+    preds = np.asarray(rule.predictions(logits))
+    abstains = np.asarray(rule.abstains(logits))
+    return np.where(abstains.reshape(len(preds), *([1] * (preds.ndim - 1))), -1, preds)
+
+
+def compare(reference: dict, candidate: dict, main: str, objective, rule=None, allow_drop: float | None = None,
+            min_agreement: float | None = None) -> dict:
+    """The gate: `reference` and `candidate` each {"metrics": {...}, "logits": array} on the same rows."""
+    a, b = reference["logits"], candidate["logits"]
+    drop = round((signed_score(main, reference["metrics"][main]) - signed_score(main, candidate["metrics"][main]))
+                 * 100, 4)
+    limit = DEFAULT_DROP if allow_drop is None else allow_drop
+    probs = (rule.probabilities if rule is not None else objective.probabilities)
+    out = {"rows": len(a), "main_metric": main, "drop_points": drop, "allowed_drop_points": limit,
+           "max_logit_difference": float(np.abs(a - b).max()) if len(a) else 0.0}
+    da, db = decisions(a, objective, rule), decisions(b, objective, rule)
+    if da is not None:
+        same = (da == db).reshape(len(da), -1).all(axis=1)
+        out.update(decision_agreement=round(float(same.mean()), 6),
+                   max_probability_difference=round(float(np.abs(probs(a) - probs(b)).max()), 6))
+    agree_ok = min_agreement is None or da is None or out["decision_agreement"] >= min_agreement
+    if min_agreement is not None:
+        out["min_decision_agreement"] = min_agreement
+    out["verdict"] = "fail" if drop > limit or not agree_ok else "warn" if drop > DEFAULT_DROP else "pass"
+    return out
+
+
+def _measure(clf, rows, names, batch_size: int) -> tuple[dict, float]:
+    """({"metrics", "logits"} on `rows`, rows/s of a second pass over the first TIMED_ROWS of them)."""
+    acc = clf.run(rows, batch_size=batch_size, metric_names=names)
+    head = type(rows)({k: v[:TIMED_ROWS] for k, v in rows.columns.items()})
+    started = time.perf_counter()
+    clf.run(head, batch_size=batch_size)
+    seconds = time.perf_counter() - started
+    return {"metrics": acc.compute(), "logits": acc.all_logits}, len(head) / max(seconds, 1e-9)
+
+
+def gate_rows(clf):
+    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, metric names, main metric)."""
+    from .. import tasks
+    from ..data.prepare import prepare_data
+    from .batches import Tokenized
+    from .evaluate import data_config_for
+
+    config = data_config_for(clf, {"quiet": True})
+    data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
+                        text_columns=clf.metadata.get("text_columns"))
+    ds = next(iter(data.evaluation.values()))
+    rows = Tokenized.of(ds.select(range(min(len(ds), GATE_ROWS))))
+    meta, labels = clf.metadata, clf.label_schema
+    task = tasks.get_task(config.task)
+    names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
+    return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
+
+
+def gate(clf, batch_size: int = 64) -> dict:
+    """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows;
+    return the record: the chosen route and every figure (Classifier's gate_folder writes it into the folder)."""
+    from ..runtime.machine import cpu_flags
+
+    device = clf.device.type
+    rows, names, main = gate_rows(clf)
+    reference, fp32_speed = _measure(clf, rows, names, batch_size)
+    checks = {}
+    for route in CANDIDATES.get(device, ()):
+        if not supported(route, device):
+            continue
+        result, speed = _measure(clf.with_route(route), rows, names, batch_size)
+        checks[route] = {**compare(reference, result, main, clf.objective, clf.rule, min_agreement=MIN_AGREEMENT),
+                         "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
+    passing = [r for r, c in checks.items() if c["verdict"] == "pass" and c["speedup"] >= MIN_GAIN]
+    flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
+    return {"route": max(passing, key=lambda r: checks[r]["speedup"]) if passing else "fp32",
+            "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
+            "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
+            "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
+                    f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
+            **({"cpu_flags": flags} if device == "cpu" else {})}
+
+
+def write_record(folder, device: str, record: dict) -> None:
+    """`record` as tuneloop.json's precision_routes[device] in the model folder `folder`, written atomically."""
+    path = Path(folder) / METADATA_FILE
+    meta = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    meta.setdefault(RECORD, {})[device] = record
+    atomic_write_text(path, json.dumps(meta, indent=2))
+
+
+def recorded_route(metadata: dict, device_type: str) -> str:
+    """The route `auto` takes on this kind of device: the gated one when recorded and computed natively here."""
+    route = ((metadata.get(RECORD) or {}).get(device_type) or {}).get("route", "fp32")
+    return route if route in ROUTES and supported(route, device_type) else "fp32"
+
+
+def describe(record: dict) -> str:
+    """One line: the route kept and why, e.g. `int8 kept: decisions agree on 99.5% of 408 validation rows, f1 drop
+    0.12 points, 2.10x fp32's rows/s (bf16: 1.60x); --precision auto takes it`."""
+    checks, route = record["checks"], record["route"]
+    others = ", ".join(f"{r}: {c['verdict']}, {c['speedup']:.2f}x" for r, c in checks.items() if r != route)
+    if route == "fp32":
+        return f"fp32 kept ({others or 'no faster route on this device'}); --precision auto stays exact"
+    c = checks[route]
+    agree = f"decisions agree on {c['decision_agreement']:.1%} of {c['rows']} validation rows, " \
+        if "decision_agreement" in c else ""
+    return (f"{route} kept: {agree}{record['main_metric']} drop {c['drop_points']:.2f} points, {c['speedup']:.2f}x "
+            f"fp32's rows/s{f' ({others})' if others else ''}; --precision auto takes it")
