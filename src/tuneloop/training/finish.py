@@ -98,8 +98,9 @@ def gate_precision(run) -> None:
     if not run.accelerator.is_main_process or rows < routes.GATE_MIN_ROWS:
         return
     try:
-        record = gate_folder(run.output_dir / MODEL_DIR, cpu=run.accelerator.device.type == "cpu",
-                                    batch_size=run.config.eval_batch_size)
+        with run.timeline.phase("precision gate"):
+            record = gate_folder(run.output_dir / MODEL_DIR, cpu=run.accelerator.device.type == "cpu",
+                                 batch_size=run.config.eval_batch_size)
     except Exception as e:  # noqa: BLE001 - the model is saved; only the faster route is missing
         log.warning(f"precision gate: not run ({type(e).__name__}: {e}); --precision auto stays fp32")
         return
