@@ -48,7 +48,7 @@ class AccelerateStep:
         acc, model = self.accelerator, self.model
         with acc.accumulate(model):                               # no gradient sync on inner micro-steps
             logits = model(**batch.inputs).logits
-            loss = self.objective.loss(logits, batch.labels, batch.weights, batch.soft)   # objective/
+            loss = self.loss(logits, batch)                         # objective/
             skipped = self.skip_nonfinite and not torch.isfinite(loss.detach())   # a host sync: opt-in
             if not skipped:
                 acc.backward(loss)
@@ -60,9 +60,31 @@ class AccelerateStep:
         return StepOutput(loss.detach(), logits.detach(), bool(skipped), update,
                           update and not acc.optimizer_step_was_skipped)
 
+    def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The batch's training loss: the Objective's, on the batch's targets."""
+        return self.objective.loss(logits, batch.labels, batch.weights, batch.soft)
+
+
+class DistillStep(AccelerateStep):
+    """The Accelerate step with the distillation loss (`Objective.distill_loss`): the teacher's soft targets at a
+    temperature, plus the gold labels of the rows that have them, weighted (`tuneloop distill`)."""
+
+    name = "distill"
+
+    def __init__(self, *args, temperature: float = 1.0, gold_weight: float = 0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.temperature, self.gold_weight = temperature, gold_weight
+
+    def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self.objective.distill_loss(logits, batch.soft, self.temperature, batch.labels, batch.gold,
+                                           self.gold_weight)
+
 
 def make_step(run) -> TrainStep:
-    """The step a run trains with (today always the Accelerate step)."""
+    """The step a run trains with: the Accelerate step, or its distillation variant when the run has a teacher's
+    soft targets (--soft-targets, which `tuneloop distill` sets)."""
     cfg = run.config
-    return AccelerateStep(run.accelerator, run.model, run.optimizer, run.objective, cfg.max_grad_norm,
-                          cfg.skip_nonfinite_batches)
+    args = (run.accelerator, run.model, run.optimizer, run.objective, cfg.max_grad_norm, cfg.skip_nonfinite_batches)
+    if cfg.soft_targets:
+        return DistillStep(*args, temperature=cfg.temperature, gold_weight=cfg.gold_weight)
+    return AccelerateStep(*args)
