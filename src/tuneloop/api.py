@@ -68,6 +68,10 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
         resolved = resolve_config(config_file=str(config), **options)
     else:
         resolved = resolve_config(config, **options)
+    if resolved.teacher:
+        from .exceptions import ConfigError
+
+        raise ConfigError("--teacher: distilling a teacher is `tuneloop distill` (tuneloop.distill in Python)")
     results = run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
     return TrainResult(results, resolved.output_dir)
 

@@ -18,13 +18,26 @@ from . import teacher as t
 WARM_UP = 32            # rows run before timing (first-call costs: kernels, allocations)
 
 
-def measure(classifier, items: list, validation: str, columns: list, label_column) -> tuple[dict, list]:
-    """(metrics, rows/s, parameters) of `classifier` on the validation file, and its decided answers per row."""
-    metrics = classifier.evaluate(validation, text_columns=columns, label_column=label_column, quiet=True)["eval"]
+def measure(classifier, validation: "t.Texts", source: str) -> tuple[dict, list]:
+    """(metrics under the model's decision rule, rows/s, parameters) of `classifier` on the validation rows, and its
+    decided answers per row. In this process only (`Classifier.logits`): it runs after the student's run, whose
+    processes have ended."""
+    from ..data.labels import LabelEncoder
+    from ..decision.fit import decided_metrics
+    from ..evaluation.metrics import compute
+    from ..tasks import metric_names
+
+    schema, items = classifier.label_schema, validation.items
+    encode = LabelEncoder(schema, source)
+    gold = np.asarray([encode(raw, i + 2) for i, raw in enumerate(validation.labels)])
+    names = tuple(classifier.metadata.get("metrics") or metric_names(None, schema.problem_type, schema.num_labels))
     classifier.logits(items[:WARM_UP])
     started = time.perf_counter()
     logits = classifier.logits(items)
     seconds = time.perf_counter() - started
+    rule = classifier.decision_rule()
+    metrics = decided_metrics(rule, names, logits, gold) if rule is not None else \
+        {**compute(names, logits, gold, classifier.objective), "num_samples": len(gold)}
     answers = [r.get("label", r.get("score")) for r in classifier.rows(logits)]
     parameters = sum(p.numel() for p in classifier.model.parameters()) if classifier.backend == "pytorch" else None
     return {"metrics": metrics, "rows_per_s": round(len(items) / max(seconds, 1e-9), 1),
@@ -54,7 +67,7 @@ def comparison(cfg: TrainConfig, out: Path, table: dict, labels_only: dict | Non
         return {"note": "no --validation-file: the student was validated on rows held out of its training table "
                         "(labelled by the teacher); give --validation-file to compare it with the teacher"}
     columns, label = table["text_columns"], cfg.label_column
-    items = t.read_texts(cfg.validation_file, columns, label, True).items
+    validation = t.read_texts(cfg.validation_file, columns, label, True)
     regression = table["problem_type"] == "regression"
     models = {"student": str(out)}
     if not t.is_soft_label_file(cfg.teacher):
@@ -64,8 +77,8 @@ def comparison(cfg: TrainConfig, out: Path, table: dict, labels_only: dict | Non
     measured, answers = {}, {}
     for name, path in models.items():
         with Classifier.load(path, cpu=cfg.cpu) as classifier:
-            measured[name], answers[name] = measure(classifier, items, cfg.validation_file, columns, label)
-    result = {"validation_file": str(cfg.validation_file), "rows": len(items), "cpu": machine.cpu_name(),
+            measured[name], answers[name] = measure(classifier, validation, cfg.validation_file)
+    result = {"validation_file": str(cfg.validation_file), "rows": len(validation.items), "cpu": machine.cpu_name(),
               **measured}
     if "teacher" in measured:
         result["student_vs_teacher"] = agreement(answers["teacher"], answers["student"], regression)

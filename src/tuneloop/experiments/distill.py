@@ -110,37 +110,38 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
     computed once: a resume (or a rerun on the same teacher and texts) reuses them."""
     folder.mkdir(parents=True, exist_ok=True)
     given = t.read_texts(cfg.train_file, cfg.text_columns, cfg.label_column, True) if cfg.train_file else None
-    if t.is_soft_label_file(cfg.teacher):
+    from_file = t.is_soft_label_file(cfg.teacher)
+    if from_file:
         texts, soft, schema = t.read_soft_label_file(cfg.teacher, cfg.text_columns, cfg.problem_type)
-        key, classifier = t.teacher_key(cfg.teacher, texts), None
     else:
         texts = t.read_texts(cfg.unlabeled_file, cfg.text_columns, None, False)
-        key = t.teacher_key(cfg.teacher, texts if given is None else
-                            t.Texts(texts.items + given.items, [], texts.columns))
-        soft = None
+    rows = texts.items + (given.items if given else [])
+    key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns))
     cached = folder / SOFT_TARGETS_FILE
-    reuse = cached.is_file() and SoftTargets.load(cached).key == key
-    if soft is None and not reuse:
-        from ..predict.classifier import Classifier
-
-        classifier = Classifier.load(cfg.teacher, cpu=cfg.cpu)
-        schema = classifier.label_schema
-        rows = texts.items + (given.items if given else [])
-        log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
-        soft = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet)
-    elif soft is None:
-        schema = SoftTargets.load(cached).labels
+    targets = SoftTargets.load(cached) if cached.is_file() else None
+    if targets is not None and targets.key == key:
         log.info(f"teacher outputs: reusing {cached} (computed earlier for these texts and this teacher)")
-    for source, rows in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
-        if rows is not None:
-            t.check_same_labels(schema, rows, source)
-    n = len(texts.items)
-    if given is not None and len(soft) == n:        # a soft-label file: the labelled rows' targets are their labels
-        soft = np.concatenate([soft, t.gold_targets(given.labels, schema)])
-    gold = np.r_[np.zeros(n, np.int8), np.ones(len(given.items) if given else 0, np.int8)]
-    if not reuse:
-        SoftTargets(soft.reshape(len(gold), -1), gold, schema, key).save(cached)
-    return _write_table(cfg, folder, texts, given, soft.reshape(len(gold), -1), schema)
+    else:
+        if from_file:           # the labelled rows' targets are their labels (the file has no outputs for them)
+            if given is not None:
+                t.check_same_labels(schema, given, cfg.train_file)
+                soft = np.concatenate([soft, t.gold_targets(given.labels, schema)])
+        else:
+            from ..predict.classifier import Classifier
+
+            with Classifier.load(cfg.teacher, cpu=cfg.cpu) as classifier:
+                schema = classifier.label_schema
+                if given is not None:         # refused before the teacher's work
+                    t.check_same_labels(schema, given, cfg.train_file)
+                log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
+                soft = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet)
+        gold = np.r_[np.zeros(len(texts.items), np.int8), np.ones(len(rows) - len(texts.items), np.int8)]
+        targets = SoftTargets(soft.reshape(len(rows), -1), gold, schema, key)
+        targets.save(cached)
+    for source, labelled in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
+        if labelled is not None:
+            t.check_same_labels(targets.labels, labelled, source)
+    return _write_table(cfg, folder, texts, given, targets.soft, targets.labels)
 
 
 def _validation(cfg: TrainConfig):

@@ -99,7 +99,7 @@ def check_same_labels(teacher: LabelSchema, given: Texts, source: str) -> None:
     if bad:
         has = "scores" if teacher.problem_type == REGRESSION else ", ".join(teacher.names[:20])
         raise DataError(f"{source}: the teacher's labels ({has}) differ from the given labels ({', '.join(bad[:5])} "
-                        "not among them); give labels the teacher predicts, or another teacher")
+                        "are not the teacher's); give labels the teacher predicts, or another teacher")
 
 
 def _number(text):
