@@ -76,7 +76,7 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     if state.is_main_process:
         check_run_folder(out, config.overwrite, resume)
         if config.overwrite and not resume and (out / DISTILL_DIR).is_dir():
-            shutil.rmtree(out / DISTILL_DIR)           # the earlier teacher outputs belong to the earlier run
+            clear(out / DISTILL_DIR)
     with library_output(config.quiet), console_logging(config.quiet):
         if state.is_main_process:
             table = student_table(config, out / DISTILL_DIR)
@@ -103,6 +103,15 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         atomic_write_json(out / RESULTS_FILE, results)
         _report(out)
     return results
+
+
+def clear(folder: Path) -> None:
+    """--overwrite: the earlier distillation's files go, except the teacher's outputs (reused only for the same
+    teacher and texts: their key says which)."""
+    for item in folder.iterdir():
+        if item.name == SOFT_TARGETS_FILE:
+            continue
+        shutil.rmtree(item) if item.is_dir() else item.unlink()
 
 
 def student_table(cfg: TrainConfig, folder: Path) -> dict:
