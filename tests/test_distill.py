@@ -95,7 +95,8 @@ def test_student_layers_keep_every_other_layer(tiny_model, tmp_path):
     assert keep_layers(tiny_model, 1, tmp_path / "student") == [0]
     config = json.loads((tmp_path / "student" / "config.json").read_text())
     assert config["num_hidden_layers"] == 1
-    source, student = load_file(f"{tiny_model}/model.safetensors"), load_file(tmp_path / "student" / "model.safetensors")
+    source = load_file(f"{tiny_model}/model.safetensors")
+    student = load_file(tmp_path / "student" / "model.safetensors")
     kept = [k for k in student if "encoder.layer." in k]
     assert kept and all(".layer.0." in k for k in kept)
     assert all(torch.equal(student[k], source["bert." + k]) for k in kept)

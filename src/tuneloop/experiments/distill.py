@@ -23,8 +23,8 @@ from ..atomic import atomic_write_json, atomic_write_text
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError
-from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE, SOFT_TARGETS_FILE,
-                      STUDENT_INIT_DIR)
+from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
+                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
 from ..runtime import machine
 from ..runtime.process import console_logging, library_output
 from ..training.loop import run_training
@@ -92,6 +92,8 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         problem_type=table["problem_type"], label_separator=None, soft_targets=table["soft_targets"],
         model=student, overwrite=True, validation_file=config.validation_file)
     results = run_training(student_config, on_step)
+    if config.dry_run:
+        return results
     labels_only = None
     if config.train_file and config.compare_labels_only:
         labels_only = run_labels_only(config, student, out / DISTILL_DIR / LABELS_ONLY_DIR)

@@ -18,7 +18,7 @@ from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, detect_columns, file_columns, iter_rows, position_word
 from ..data.soft_targets import SoftTargets
 from ..data.sources import load_user_files
-from ..exceptions import DataError, TuneloopError
+from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger("tuneloop")
@@ -159,8 +159,3 @@ def gold_targets(labels: list, schema: LabelSchema) -> np.ndarray:
         else:
             out[i] = target
     return out
-
-
-def require(condition: bool, message: str) -> None:
-    if not condition:
-        raise TuneloopError(message)
