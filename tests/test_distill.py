@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model, fast_options, keyword_pair
+from conftest import SPECIALS, WORDS, fast_options, keyword_pair
 
 import tuneloop
 from tuneloop.cli import main
@@ -45,9 +45,11 @@ def files(tmp_path_factory) -> dict:
     }
 
 
-def plain_teacher(folder: Path, tiny_model: str, problem_type: str, names: list[str]) -> str:
-    """The tiny BERT as a plain transformers classifier folder of the given kind (untrained head: any outputs)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+def plain_teacher(folder: Path, tiny_model: str, problem_type: str, names: list[str],
+                  other_vocabulary: bool = False) -> str:
+    """The tiny BERT as a plain transformers classifier folder of the given kind (untrained head: any outputs);
+    `other_vocabulary`: its tokenizer numbers the words the other way round from the tiny BERT's."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
 
     config = AutoConfig.from_pretrained(tiny_model, num_labels=max(len(names), 1), problem_type=problem_type,
                                         id2label=dict(enumerate(names or ["LABEL_0"])),
@@ -55,7 +57,11 @@ def plain_teacher(folder: Path, tiny_model: str, problem_type: str, names: list[
     torch.manual_seed(1)
     AutoModelForSequenceClassification.from_pretrained(tiny_model, config=config,
                                                        ignore_mismatched_sizes=True).save_pretrained(folder)
-    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    if other_vocabulary:
+        vocab = {w: i for i, w in enumerate(SPECIALS + WORDS[::-1])}
+        BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=64).save_pretrained(folder)
+    else:
+        AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
     return str(folder)
 
 
@@ -125,12 +131,13 @@ def test_soft_label_file_teacher_gives_an_ordinary_model_that_exports(tiny_model
         assert exported.backend == "onnx" and exported.labels == ["no", "yes"]
 
 
-def test_multi_label_and_regression_teachers(tiny_model, files, tmp_path):
+def test_multi_label_and_regression_teachers_and_another_tokenizer(tiny_model, files, tmp_path):
     from tuneloop.predict.classifier import Classifier
 
     unlabeled = [t for _, t in texts(64, 1)]
     for kind, names in (("multi_label_classification", ["a", "b", "c"]), ("regression", [])):
-        teacher = plain_teacher(tmp_path / f"teacher-{kind}", tiny_model, kind, names)
+        # the multi-label teacher reads another vocabulary than the student: the student tokenizes the texts itself
+        teacher = plain_teacher(tmp_path / f"teacher-{kind}", tiny_model, kind, names, other_vocabulary=bool(names))
         out = tmp_path / f"student-{kind}"
         tuneloop.distill(teacher=teacher, unlabeled_file=files["unlabeled"], max_steps=4,
                          **options(tiny_model, out))
@@ -138,6 +145,11 @@ def test_multi_label_and_regression_teachers(tiny_model, files, tmp_path):
         with Classifier.load(teacher) as clf:
             expected = clf.objective.probabilities(clf.logits([(t, None) for t in unlabeled]))
         assert cached.labels.problem_type == kind and np.allclose(cached.soft, expected, atol=1e-5)
+        if names:
+            from transformers import AutoTokenizer
+
+            ids = [AutoTokenizer.from_pretrained(m)("the cat")["input_ids"] for m in (teacher, tiny_model)]
+            assert ids[0] != ids[1]
         with tuneloop.load(out) as student:
             assert student.problem_type == kind and student.labels == names
 
@@ -150,7 +162,7 @@ def test_kill_and_resume_equals_an_unbroken_run_without_the_teacher_again(tiny_m
 
     teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["no", "yes"])
     common = dict(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=files["labelled"],
-                  validation_file=files["dev"], compare_labels_only=False, save_every=4, max_steps=10)
+                  compare_labels_only=False, save_every=4, max_steps=10)      # validated on held-out rows
     tuneloop.distill(**common, **options(tiny_model, tmp_path / "unbroken"))
 
     def kill(state):
@@ -169,7 +181,7 @@ def test_kill_and_resume_equals_an_unbroken_run_without_the_teacher_again(tiny_m
 def test_two_cpu_processes_train_what_one_does(tiny_model, files, tmp_path):
     from test_distributed import max_difference, run, torchrun
 
-    args = ["--teacher", files["soft"], "--validation-file", files["dev"], "--model", tiny_model, "--lr", "3e-3",
+    args = ["--teacher", files["soft"], "--model", tiny_model, "--lr", "3e-3",
             "--max-steps", "6", "--quiet", "--seed", "0", "--mixed-precision", "no", "--no-report",
             "--baseline", "none", "--small-data", "off", "--calibrate", "none", "--eval-batch-size", "8"]
     run(torchrun(2) + ["distill", *args, "--batch-size", "4", "--output-dir", str(tmp_path / "two")])
