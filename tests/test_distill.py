@@ -120,6 +120,11 @@ def test_soft_label_file_teacher_gives_an_ordinary_model_that_exports(tiny_model
     assert np.isin(cached.soft[96:], (0.0, 1.0)).all()       # labelled rows: their labels as targets
     d = results["distillation"]
     assert "teacher" not in d and d["student"]["metrics"]["accuracy"] >= 0.9      # learnt from the soft labels
+    from tuneloop.report import read_run
+    from tuneloop.report.sections import distillation_section
+
+    shown = "".join(distillation_section(read_run(out)))      # report.html's section
+    assert "Distillation" in shown and "student (this model)" in shown and "teacher" not in shown.split("</p>")[-1]
     with tuneloop.load(out) as clf:                          # an ordinary tuneloop model
         assert clf.labels == ["no", "yes"]
         assert clf.predict("the dog sees alpha")["label"] == "yes"

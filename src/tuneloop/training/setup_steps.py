@@ -160,6 +160,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
                                       config.compiled)
     model, new = load_model(config.model, model_cfg, attention, loading_info=True)
     check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
+    pooling.restore(model)                               # a folder whose config records the mean (pooling.py)
     check_vocabulary(tokenizer, model, config.model)
     pooled = setup_pooling(config, model)
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
