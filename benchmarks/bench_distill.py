@@ -59,6 +59,7 @@ SIZES = {"mrpc": {"labelled": 300, "unlabelled": 1200},
          "docstrings": {"labelled": 120, "unlabelled": 1000, "teacher_rows": 1200}}
 TEACHER = {"mrpc": {"epochs": 1}, "docstrings": {"epochs": 3}}
 LABELS_ONLY = {"epochs": 10}
+STUDENT: dict = {}          # --student-epochs N: the distilled student's epochs (the recipe's 2 by default)
 
 
 def write(path: Path, header: list[str], rows: list[list]) -> str:
@@ -130,7 +131,8 @@ def distill_seed(files: dict, teacher: Path, out: Path, seed: int, cache: Path |
     started = time.perf_counter()
     r = tuneloop.distill(teacher=str(teacher / "model"), unlabeled_file=files["unlabeled"],
                          train_file=files["labelled"], validation_file=files["dev"], output_dir=str(out),
-                         student_layers=3, seed=seed, overwrite=True, compare_labels_only=False, **COMMON)
+                         student_layers=3, seed=seed, overwrite=True, compare_labels_only=False,
+                         **{**COMMON, **STUDENT})
     return {**dict(r), "wall_s": time.perf_counter() - started}
 
 
@@ -253,25 +255,33 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/distill-bench", help="work folder (runs are kept and reused)")
     parser.add_argument("--datasets", default="docstrings,mrpc")
     parser.add_argument("--output", default=None, help="results JSON")
+    parser.add_argument("--student-epochs", type=int, default=None, help="the distilled student's epochs (default: "
+                        "--recipe fast's 2)")
     parser.add_argument("--retime", default=None, help="measure rows/s again (under the lock) for the data sets of "
                         "this results file, from the models in --out; the speed figures are replaced, the first "
                         "measurement kept as timing_first")
     parser.add_argument("--merge", nargs="+", default=None, help="merge the results files of separate --datasets runs "
                         "(run side by side) into --output")
     args = parser.parse_args()
+    if args.student_epochs:
+        STUDENT["epochs"] = args.student_epochs
     if args.retime:
         retime(Path(args.retime), work)
         return
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]
-        merged = {**parts[0], "datasets": {k: v for p in parts for k, v in p["datasets"].items()},
-                  "parts": [{k: p[k] for k in ("load_start", "load_end", "wall_s", "machine")} for p in parts]}
+        def key(part, name):          # one data set run with other student epochs: both kept, named by them
+            return f"{name}, student {part['distill_options'].get('epochs', 2)} epochs"
+
+        merged = {**parts[0], "datasets": {key(p, k): v for p in parts for k, v in p["datasets"].items()},
+                  "parts": [{k: p[k] for k in ("load_start", "load_end", "wall_s", "machine", "distill_options")}
+                            for p in parts]}
         Path(args.output).write_text(json.dumps(merged, indent=1, default=str) + "\n")
         return
     work = Path(args.out)
     result = {"benchmark": "tuneloop distill: 3-layer student vs 6-layer MiniLM teacher vs labels-only student",
               "date": time.strftime("%Y-%m-%d"), "machine": machine(), "seeds": list(SEEDS), "options": COMMON,
-              "distill_options": {"student_layers": 3, "temperature": 2.0, "gold_weight": 0.5},
+              "distill_options": {"student_layers": 3, "temperature": 2.0, "gold_weight": 0.5, **STUDENT},
               "load_start": os.getloadavg(), "datasets": {}}
     started = time.perf_counter()
     for name in args.datasets.split(","):
