@@ -6,13 +6,13 @@
         clf.predict(["a text", "another text"])
 """
 
-from .api import load, notebook_train, train
+from .api import distill, load, notebook_train, train
 from .config.options import TrainConfig
 from .exceptions import ConfigError, DataError, Interrupted, TuneloopError
 from .version import __version__
 
 __all__ = ["Classifier", "ConfigError", "DataError", "Interrupted", "TrainConfig", "TuneloopError", "__version__",
-           "load", "notebook_train", "train"]
+           "distill", "load", "notebook_train", "train"]
 
 
 def __getattr__(name):

@@ -1,5 +1,5 @@
 """The public Python API: `train` (one entry for a run or an experiment; the command line calls it too),
-`notebook_train`, and `load` (a trained model as a `Classifier`)."""
+`distill`, `notebook_train`, and `load` (a trained model as a `Classifier`)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,30 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
         resolved = resolve_config(config_file=str(config), **options)
     else:
         resolved = resolve_config(config, **options)
+    if resolved.teacher:
+        from .exceptions import ConfigError
+
+        raise ConfigError("--teacher: distilling a teacher is `tuneloop distill` (tuneloop.distill in Python)")
     results = run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
+    return TrainResult(results, resolved.output_dir)
+
+
+def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: Callable | None = None,
+            **options) -> TrainResult:
+    """Distil a teacher into a small student (`tuneloop distill`): `teacher=` a model or run folder (or a file of
+    soft labels), `unlabeled_file=` the texts it labels, optionally `train_file=` labelled rows and
+    `validation_file=`; `model=` and `student_layers=` make the student; every `train` option applies to it.
+    Returns results.json's contents (a TrainResult) with `distillation`: teacher vs student on validation."""
+    from .config.resolve import resolve_config
+    from .experiments.distill import distill as run_distill
+    from .experiments.distill import saved_options
+
+    options = {**saved_options(options), **options}     # --resume: the distillation's options, not the student's
+    if isinstance(config, (str, os.PathLike)):
+        resolved = resolve_config(config_file=str(config), **options)
+    else:
+        resolved = resolve_config(config, **options)
+    results = run_distill(resolved, on_step)
     return TrainResult(results, resolved.output_dir)
 
 

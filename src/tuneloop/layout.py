@@ -28,6 +28,13 @@ SEARCH_PAGE = "search.html"
 TRIALS_DIR = "trials"
 STUDY_JOURNAL = "study.journal"
 
+DISTILL_DIR = "distill"                 # `tuneloop distill`'s own, in the student's run folder:
+SOFT_TARGETS_FILE = "soft_targets.npz"  # ... the teacher's outputs per training row (reused by a resume)
+DISTILL_TABLE = "train.jsonl"           # ... the student's training table (texts, given or teacher's labels)
+DISTILL_SETUP = "distill.json"          # ... what the student run reads
+STUDENT_INIT_DIR = "student_init"       # ... --student-layers: the smaller model the student starts from
+LABELS_ONLY_DIR = "labels_only"         # ... the same student trained on the labelled rows alone
+
 MODEL_CONFIG_FILE = "config.json"       # a transformers model folder
 ADAPTER_CONFIG_FILE = "adapter_config.json"       # peft's, in a --lora model folder
 METADATA_FILE = "tuneloop.json"         # beside a saved model: text columns, labels, text policy, decision rule

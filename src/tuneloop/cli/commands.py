@@ -25,6 +25,33 @@ def cmd_train(ns, on_step=None) -> int:
     return 0
 
 
+def cmd_distill(ns, on_step=None) -> int:
+    from accelerate import PartialState
+
+    from ..api import distill
+
+    results = distill(ns.config, on_step=on_step, **options_from_namespace(ns))
+    if PartialState().is_main_process:
+        print_summary(results)
+        print_distillation(results.get("distillation") or {})
+    return 0
+
+
+def print_distillation(d: dict) -> None:
+    """teacher / student / labels-only: the main metric and rows/s; agreement and what the student kept."""
+    main = d.get("main_metric")
+    for name in ("teacher", "student", "labels_only"):
+        if name in d:
+            value = d[name]["metrics"].get(main) if main else None
+            shown = f"{main} {value:.4f}, " if value is not None else ""
+            print(f"{name}: {shown}{d[name]['rows_per_s']:.0f} rows/s")
+    if "kept" in d:
+        print(f"the student keeps {d['kept']:.1%} of the teacher's {main} at {d['speedup']:.2f}x its rows/s; "
+              f"agreement {d['student_vs_teacher'].get('agreement', float('nan')):.1%}")
+    elif d.get("note"):
+        print(d["note"])
+
+
 def print_experiment(summary: dict, output_dir: str) -> None:
     for name, s in summary["metrics"].items():
         interval = f"  95% [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]" if s["ci95"] else ""

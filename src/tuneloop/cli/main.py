@@ -14,8 +14,8 @@ EXIT_USER_ERROR = 2
 COMMANDS = {"train": commands.cmd_train, "search": commands.cmd_search, "report": commands.cmd_report,
             "env": commands.cmd_env, "evaluate": commands.cmd_evaluate, "predict": commands.cmd_predict,
             "tasks": commands.cmd_tasks, "inspect": commands.cmd_inspect, "export": commands.cmd_export,
-            "serve": commands.cmd_serve}
-TRAINING = ("train", "search")           # commands that take the on_step hook
+            "serve": commands.cmd_serve, "distill": commands.cmd_distill}
+TRAINING = ("train", "search", "distill")           # commands that take the on_step hook
 
 
 def main(argv: list[str] | None = None, *, on_step=None) -> int:

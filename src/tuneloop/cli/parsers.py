@@ -20,6 +20,7 @@ PRECISION_HELP = ("PyTorch backend: auto takes the route the model folder record
 TRAIN_OPTIONS = with_trait("commands", "train")
 SEARCH_OPTIONS = with_trait("commands", "search")
 EVAL_OPTIONS = with_trait("commands", "evaluate")
+DISTILL_OPTIONS = with_trait("commands", "distill")
 
 
 def _formatter(prog):
@@ -46,6 +47,7 @@ def build_parser(full_help: bool = False) -> argparse.ArgumentParser:
         add_report,
         add_inspect,
         add_search,
+        add_distill,
         add_export,
         add_serve,
         add_tasks,
@@ -67,6 +69,21 @@ def add_train(sub, full_help: bool = False) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
     p.add_argument("--help-all", action="store_true", help="show every option and exit")
     add_config_arguments(p, only=TRAIN_OPTIONS, listed=None if full_help else COMMON)
+
+
+def add_distill(sub) -> None:
+    p = sub.add_parser(
+        "distill",
+        help="train a small, fast student on a teacher's outputs (a model, or a file of soft labels)",
+        formatter_class=_formatter,
+        description="The teacher labels --unlabeled-file once (its probabilities are kept in OUT/distill/ and reused "
+        "by --resume); the student (--model, or --student-layers N of it) trains on them at --temperature, plus "
+        "--train-file's labels weighted by --gold-weight, and is an ordinary run folder in OUT. results.json's "
+        "`distillation` compares teacher and student on --validation-file. Every `train` option applies to the "
+        "student (`tuneloop train --help-all`).",
+    )
+    p.add_argument("--config", metavar="FILE", help="YAML file of options (keys as the flags, with _ or -)")
+    add_config_arguments(p, only=TRAIN_OPTIONS + DISTILL_OPTIONS, listed=COMMON + DISTILL_OPTIONS)
 
 
 def add_evaluate(sub) -> None:

@@ -9,10 +9,12 @@ from typing import Any
 
 from ..exceptions import ConfigError
 
-GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output")
+GROUPS = ("data", "model", "training", "evaluation", "decision", "experiment", "checkpointing", "output",
+          "distillation")
 TRAIN_AND_SEARCH = ("train", "search")            # `commands` by default: a run and a search's trials take it
 WITH_EVALUATE = ("train", "evaluate", "search")   # ... and `tuneloop evaluate`
 TRAIN_ONLY = ("train",)                           # a run's, not a search trial's (the search has its own)
+DISTILL = ("distill",)                            # `tuneloop distill`'s own (it also takes every train option)
 
 
 def opt(default: Any, help: str, group: str, choices: tuple | None = None, metavar: str | None = None,

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import yaml
 
 from .data_options import POOLING, PROBLEM_TYPES, TRUNCATION, DataOptions  # noqa: F401  (the choices, here too)
-from .fields import GROUPS, TRAIN_ONLY, WITH_EVALUATE, having, need, need_choices, opt  # noqa: F401
+from .fields import DISTILL, GROUPS, TRAIN_ONLY, WITH_EVALUATE, having, need, need_choices, opt  # noqa: F401
 from .parsing import eval_every_parts, parse_objective, read_options_file
 
 PRESETS_DIR = Path(__file__).parent / "presets"     # --recipe NAME applies presets/NAME.yaml (see resolve.py)
@@ -216,6 +216,28 @@ class TrainConfig(DataOptions):
     dry_run: bool = opt(False, "print the resolved config, split sizes, step counts, one batch's shapes and one "
                         "forward pass's loss, then exit without training or writing anything", "output",
                         commands=TRAIN_ONLY, common=True, resumable=True)
+    # distillation (`tuneloop distill`: experiments/distill.py)
+    teacher: Optional[str] = opt(None, "the teacher: a tuneloop run or model folder, a transformers classifier folder "
+                                 "or Hub id, an exported folder, or a .csv/.tsv/.jsonl of soft labels (text column(s) "
+                                 "and one probability column per class, named by the class)", "distillation",
+                                 metavar="DIR|FILE", commands=DISTILL)
+    unlabeled_file: Optional[str] = opt(None, "texts without labels for the teacher to label (the main source of "
+                                        "training rows; --train-file adds labelled rows)", "distillation",
+                                        metavar="FILE", commands=DISTILL)
+    student_layers: Optional[int] = opt(None, "the student keeps N of --model's transformer layers, evenly spaced "
+                                        "from the first (3 of 6: every other one, DistilBERT's initialisation)",
+                                        "distillation", metavar="N", commands=DISTILL)
+    temperature: float = opt(2.0, "softmax temperature T of the teacher's and student's outputs in the distillation "
+                             "loss (T² × soft-target cross entropy; regression has none)", "distillation",
+                             metavar="T", commands=DISTILL)
+    gold_weight: float = opt(0.5, "weight of the gold-label loss on rows --train-file labels, added to the "
+                             "soft-target loss", "distillation", metavar="W", commands=DISTILL)
+    compare_labels_only: bool = opt(True, "with --train-file: also train the same student on the labelled rows "
+                                    "alone, for comparison (results.json's distillation.labels_only)",
+                                    "distillation", commands=DISTILL, resumable=True)
+    soft_targets: Optional[str] = opt(None, "a file of soft targets per training row (`tuneloop distill` writes it): "
+                                      "the run trains on them with the distillation loss", "distillation",
+                                      cli=False)
 
     @property
     def compiled(self) -> bool:
@@ -294,12 +316,21 @@ class TrainConfig(DataOptions):
             package = TRACKER_PACKAGES[self.report_to]
             need(importlib.util.find_spec(package) is not None, "report_to",
                  f"{self.report_to} needs the {package} package, which is not installed: `pip install {package}`")
+        self.validate_distillation()
         super().validate()
         if self.metric_for_best is not None:
             known = possible_metrics(TASKS.get((self.task or "").lower()), self.problem_type)
             problem = unknown_metric_message(self.metric_for_best, known)
             need(problem is None, "metric_for_best", problem)
         return self
+
+    def validate_distillation(self) -> None:
+        need(math.isfinite(self.temperature) and self.temperature > 0, "temperature",
+             f"must be a positive number, got {self.temperature}")
+        need(math.isfinite(self.gold_weight) and self.gold_weight >= 0, "gold_weight",
+             f"must be >= 0, got {self.gold_weight}")
+        need(self.student_layers is None or self.student_layers >= 1, "student_layers",
+             f"must be at least 1, got {self.student_layers}")
 
     def changes(self) -> dict:
         """The options whose values differ from the defaults (what a TrainConfig object says, as a layer of

@@ -94,11 +94,11 @@ def unknown_options_message(unknown) -> str:
 def fill_defaults(config: TrainConfig) -> TrainConfig:
     """Decide what the user left to tuneloop that does not depend on the machine."""
     changes: dict[str, Any] = {}
-    if config.validation_file and not config.train_file and config.task is None:
+    if config.validation_file and not config.train_file and config.task is None and not config.teacher:
         raise ConfigError("--validation-file needs --train-file (the labels and columns come from training data)")
     if config.resume is not None and not config.output_dir:
         raise ConfigError("--resume needs --output-dir: the run folder to continue")
-    if config.task is None and config.data_dir is None and config.train_file is None:
+    if config.task is None and config.data_dir is None and config.train_file is None and not config.teacher:
         changes.update(task="mrpc", data_dir="sample")        # the built-in sample, offline
     task = (changes.get("task") or config.task or "").lower() or None
     if config.task:

@@ -13,8 +13,9 @@ MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 LABELS = "labels"              # gold targets: class ids, 0/1 per label, or scores
 WEIGHTS = "weight"             # optional: one weight per row (the loss is their weighted mean)
 SOFT = "soft_labels"           # optional: a target distribution per row (e.g. a teacher's probabilities)
+GOLD = "gold"                  # optional: 1 where a row's `labels` are given (gold), 0 where only `soft` is
 ROW = "doc"                    # the canonical row a tokenized row comes from (windows share one)
-TARGETS = (LABELS, WEIGHTS, SOFT)
+TARGETS = (LABELS, WEIGHTS, SOFT, GOLD)
 
 
 def model_inputs(mapping) -> dict:
@@ -37,12 +38,13 @@ class Batch:
     weights: torch.Tensor | None = None
     soft: torch.Tensor | None = None
     rows: torch.Tensor | None = None
+    gold: torch.Tensor | None = None
 
     @classmethod
     def from_mapping(cls, mapping) -> "Batch":
         """From a collated dict of tensors (DataCollatorWithPadding's output)."""
         return cls(model_inputs(mapping), mapping.get(LABELS), mapping.get(WEIGHTS), mapping.get(SOFT),
-                   mapping.get(ROW))
+                   mapping.get(ROW), mapping.get(GOLD))
 
     def __len__(self) -> int:
         return next(iter(self.inputs.values())).shape[0]
@@ -58,7 +60,7 @@ class Batch:
     @property
     def shapes(self) -> dict:
         """Each tensor's shape, by column name (the dry run prints them)."""
-        named = {**self.inputs, LABELS: self.labels, WEIGHTS: self.weights, SOFT: self.soft}
+        named = {**self.inputs, LABELS: self.labels, WEIGHTS: self.weights, SOFT: self.soft, GOLD: self.gold}
         return {k: list(v.shape) for k, v in named.items() if v is not None}
 
 

@@ -30,6 +30,7 @@ import torch
 from ..exceptions import ConfigError
 
 CONFIG_KEY = "tuneloop_pooling"          # in the model's config.json: "mean" when the pooler was swapped
+MEAN_RAW = "mean-raw"                     # ... the mean without the L2 normalisation (a cut student: model/shrink.py)
 ST_POOLING_FILE = "1_Pooling/config.json"  # a sentence-transformers folder's pooling
 
 
@@ -37,21 +38,21 @@ class MeanPooler(torch.nn.Module):
     """Stands where a pooler stood: the attention-masked mean of the hidden states, L2-normalised. The mask is handed
     over by a forward pre-hook on the base model (a pooler is called with the hidden states alone)."""
 
-    def __init__(self):
+    def __init__(self, normalise: bool = True):
         super().__init__()
-        self.mask = None
+        self.mask, self.normalise = None, normalise
 
     def forward(self, hidden_states: torch.Tensor, **kwargs) -> torch.Tensor:
         mask, self.mask = self.mask, None
-        return masked_mean(hidden_states, mask)
+        return masked_mean(hidden_states, mask, self.normalise)
 
 
 class MeanHead(MeanPooler):
     """Stands where a RoBERTa-style classification head stood: the mean (MeanPooler), then that head's dropout and
     output Linear (`out_proj`, kept under its name so the saved weights keep theirs)."""
 
-    def __init__(self, head: torch.nn.Module):
-        super().__init__()
+    def __init__(self, head: torch.nn.Module, normalise: bool = True):
+        super().__init__(normalise)
         self.dropout = getattr(head, "dropout", None) or torch.nn.Identity()
         self.out_proj = head.out_proj
 
@@ -59,14 +60,14 @@ class MeanHead(MeanPooler):
         return self.out_proj(self.dropout(super().forward(hidden_states)))
 
 
-def masked_mean(hidden_states: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+def masked_mean(hidden_states: torch.Tensor, mask: torch.Tensor | None, normalise: bool = True) -> torch.Tensor:
     """[rows, tokens, features] → [rows, features]: the mean over the tokens the attention mask keeps (all of them
-    without a mask), L2-normalised, as sentence-transformers' Pooling + Normalize."""
+    without a mask), L2-normalised, as sentence-transformers' Pooling + Normalize (unless not `normalise`)."""
     if mask is None:
         mask = torch.ones(hidden_states.shape[:2], device=hidden_states.device)
     weights = mask.unsqueeze(-1).to(hidden_states.dtype)
     mean = (hidden_states * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-    return torch.nn.functional.normalize(mean, dim=-1)
+    return torch.nn.functional.normalize(mean, dim=-1) if normalise else mean
 
 
 def _keep_mask(pooler: MeanPooler):
@@ -107,8 +108,9 @@ def supports_mean(model) -> bool:
     return _swappable(model) is not None
 
 
-def use_mean(model) -> None:
-    """Swap the model's pooler (or RoBERTa-style head) for the mean, in place, and record it in the model's config."""
+def use_mean(model, normalise: bool = True) -> None:
+    """Swap the model's pooler (or RoBERTa-style head) for the mean, in place, and record it in the model's config
+    (`normalise=False`: the mean as it is, MEAN_RAW)."""
     found = _swappable(model)
     if found is None:
         raise ConfigError(f"--setfit-pooling mean: the {model.config.model_type} architecture's classifier does not "
@@ -117,16 +119,16 @@ def use_mean(model) -> None:
     if found.done:
         return
     current = getattr(found.owner, found.name)
-    swapped = (MeanHead(current) if found.name == "classifier" else MeanPooler()).to(model.device)
+    swapped = (MeanHead(current, normalise) if found.name == "classifier" else MeanPooler(normalise)).to(model.device)
     setattr(found.owner, found.name, swapped)
     model.base_model.register_forward_pre_hook(_keep_mask(swapped), with_kwargs=True)
-    setattr(model.config, CONFIG_KEY, "mean")
+    setattr(model.config, CONFIG_KEY, "mean" if normalise else MEAN_RAW)
 
 
 def restore(model):
     """The model as its run saved it: the swap re-made where its config records one. Returns the model."""
-    if getattr(model.config, CONFIG_KEY, None) == "mean":
-        use_mean(model)
+    if getattr(model.config, CONFIG_KEY, None) in ("mean", MEAN_RAW):
+        use_mean(model, getattr(model.config, CONFIG_KEY) == "mean")
     return model
 
 

@@ -42,6 +42,23 @@ class Objective:
         return (self.row_losses(logits, targets, is_soft) * weights).sum() / \
             denominator.clamp_min(torch.finfo(logits.dtype).tiny)
 
+    def distill_loss(self, logits: torch.Tensor, soft: torch.Tensor, temperature: float = 1.0,
+                     labels: torch.Tensor | None = None, gold: torch.Tensor | None = None,
+                     gold_weight: float = 0.0) -> torch.Tensor:
+        """Knowledge distillation (Hinton et al., 2015): T² × the soft-target loss between the student's logits / T
+        and the teacher's targets `soft` softened at T (`soften`), plus `gold_weight` × the gold-label loss over
+        the rows whose `gold` is 1 (their mean; 0 in a batch without any). T² keeps the soft term's gradients on
+        the scale of the gold term's. Regression has no temperature: the teacher's scores are targets as given."""
+        t = float(temperature) if self.classes else 1.0
+        loss = self.loss(logits / t if t != 1.0 else logits, None, soft=self.soften(soft, t)) * (t * t)
+        if gold_weight and labels is not None and gold is not None:
+            loss = loss + gold_weight * self.loss(logits, labels, weights=gold.to(logits.dtype))
+        return loss
+
+    def soften(self, soft: torch.Tensor, temperature: float) -> torch.Tensor:
+        """Soft targets at a temperature (what a teacher's logits / T would give); as they are at T = 1."""
+        return soft
+
     def row_losses(self, logits, targets, soft: bool) -> torch.Tensor:
         """Each row's loss (class weights or pos_weight applied as the mean loss applies them)."""
         raise NotImplementedError

@@ -29,6 +29,12 @@ class SingleLabel(Objective):
             return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.to(logits.dtype), weight=self.weights)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1).long(), weight=self.weights)
 
+    def soften(self, soft, temperature):
+        """softmax(log p / T): the teacher's softmax at T from its probabilities."""
+        if temperature == 1.0:
+            return soft
+        return (soft.to(torch.float32).clamp_min(1e-12).log() / temperature).softmax(-1)
+
     def row_scale(self, targets, soft):
         if soft or self.weights is None:
             return 1.0
@@ -128,6 +134,12 @@ class MultiLabel(Objective):
 
     def mean_loss(self, logits, targets, soft):
         return F.binary_cross_entropy_with_logits(logits, targets.to(logits.dtype), pos_weight=self.weights)
+
+    def soften(self, soft, temperature):
+        """sigmoid(logit(p) / T) per label."""
+        if temperature == 1.0:
+            return soft
+        return (torch.logit(soft.to(torch.float32), eps=1e-6) / temperature).sigmoid()
 
     def torch_probabilities(self, logits):
         return logits.sigmoid()

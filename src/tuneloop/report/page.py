@@ -18,7 +18,7 @@ from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_th
 from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, Run, read_run
-from .sections import decision_section, failures_section, label_issues_section
+from .sections import decision_section, distillation_section, failures_section, label_issues_section
 
 _OUR_PNG = re.compile(r"^(loss|lr|throughput|eval|eval_.+|confusion_.+|scatter_.+|label_f1_.+|reliability|coverage)"
                       r"\.png$")
@@ -299,6 +299,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += decision_section(run, plots)
     parts += failures_section(run)
     parts += label_issues_section(run)
+    parts += distillation_section(run)
     if stage:
         parts += ["<h2>Contrastive stage</h2>", _stage_table(stage)]
     if results.get("train") and not only_the_stage:
@@ -306,7 +307,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
         parts += ["<h2>Training statistics</h2>",
                   _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
     other = {k: v for k, v in results.items()
-             if k not in ("eval", "eval_splits", "train", "per_class", "decision", "setfit")}
+             if k not in ("eval", "eval_splits", "train", "per_class", "decision", "setfit", "distillation")}
     if other:
         parts += ["<h3>results.json</h3>", _table([(k, v) for k, v in other.items()], header=("key", "value"))]
     parts.append("<h2>Configuration</h2>")

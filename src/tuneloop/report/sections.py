@@ -74,3 +74,28 @@ def _rows_table(rows: list[dict], width: int = 300) -> str:
     columns = list(rows[0])
     cut = lambda v: v if len(v) <= width else v[:width] + " …"  # noqa: E731
     return _table([tuple(cut(r[c]) for c in columns) for r in rows], header=tuple(columns))
+
+
+def distillation_section(run: Run) -> list[str]:
+    """`tuneloop distill`: teacher, student and the student trained on the labelled rows alone, on the same
+    validation rows (results.json's distillation)."""
+    d = (run.results or {}).get("distillation")
+    if not d:
+        return []
+    parts = ["<h2>Distillation</h2>"]
+    if d.get("note"):
+        return parts + [f'<div class="note">{_esc(d["note"])}</div>']
+    main = d.get("main_metric") or (run.results or {}).get("main_metric")
+    names = {"teacher": "teacher", "student": "student (this model)", "labels_only": "student on the labels alone"}
+    rows = [(names[k], d[k]["metrics"].get(main), d[k]["rows_per_s"], d[k].get("parameters"))
+            for k in names if k in d]
+    parts += [f"<p>On the {d['rows']} rows of <code>{_esc(d['validation_file'])}</code>, each model under its own "
+              f"decision rule; rows/s: one pass over them in one process on {_esc(d.get('cpu'))}.</p>",
+              _table(rows, header=("model", main, "rows/s", "parameters"))]
+    if "kept" in d:
+        agree = d["student_vs_teacher"]
+        said = f"answers as the teacher on {agree['agreement']:.1%} of the rows" if "agreement" in agree else \
+            f"scores {agree['mean_abs_difference']:.4g} from the teacher's on average"
+        parts.append(f"<p>The student keeps {d['kept']:.1%} of the teacher's {_esc(main)} at {d['speedup']:.2f}× its "
+                     f"rows/s, and {_esc(said)}.</p>")
+    return parts

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import tasks
 from ..atomic import atomic_write_json
 from ..config.options import TrainConfig
-from ..data import balance
+from ..data import balance, soft_targets
 from ..data.batch import SOFT, WEIGHTS
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
@@ -125,9 +125,13 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     saved = Path(config.output_dir) / SPLIT_FILE
     saved_split = json.loads(saved.read_text(encoding="utf-8")) if config.resume is not None and saved.is_file() \
         else None                                 # a resumed run keeps the rows it held out
+    teacher_labels = soft_targets.schema_of(config.soft_targets) if config.soft_targets else None
     with accelerator.main_process_first():       # the others reuse the main process's Arrow cache
-        data = prepare_data(config, tokenizer, with_test=config.predict_test, saved_split=saved_split,
+        data = prepare_data(config, tokenizer, labels=teacher_labels, with_test=config.predict_test,
+                            saved_split=saved_split,
                             fold=(config.fold, config.folds) if config.fold is not None else None)
+        if config.soft_targets and data.train is not None:     # a teacher's outputs: `soft_labels`, `gold`
+            data.train = soft_targets.attach(data.train, config.soft_targets)
     if data.train is None or not data.evaluation:
         raise DataError("training needs a training and a validation split: give --validation-file FILE "
                         "(or a GLUE folder holding dev.tsv)")
@@ -162,6 +166,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
                                       config.compiled)
     model, new = load_model(config.model, model_cfg, attention, loading_info=True)
     check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
+    pooling.restore(model)                               # a folder whose config records the mean (pooling.py)
     check_vocabulary(tokenizer, model, config.model)
     pooled = setup_pooling(config, model)
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full

@@ -50,7 +50,7 @@ class AccelerateStep:
         acc, model = self.accelerator, self.model
         with acc.accumulate(model):                               # no gradient sync on inner micro-steps
             logits = model(**batch.inputs).logits
-            loss = self.objective.loss(logits, batch.labels, batch.weights, batch.soft)   # objective/
+            loss = self.loss(logits, batch)                         # objective/
             skipped = self.skip_nonfinite and not torch.isfinite(loss.detach())   # a host sync: opt-in
             if not skipped:
                 acc.backward(loss)
@@ -62,15 +62,38 @@ class AccelerateStep:
         return StepOutput(loss.detach(), logits.detach(), bool(skipped), update,
                           update and not acc.optimizer_step_was_skipped)
 
+    def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        """The batch's training loss: the Objective's, on the batch's targets."""
+        return self.objective.loss(logits, batch.labels, batch.weights, batch.soft)
+
+
+class DistillStep(AccelerateStep):
+    """The Accelerate step with the distillation loss (`Objective.distill_loss`): the teacher's soft targets at a
+    temperature, plus the gold labels of the rows that have them, weighted (`tuneloop distill`)."""
+
+    name = "distill"
+
+    def __init__(self, *args, temperature: float = 1.0, gold_weight: float = 0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.temperature, self.gold_weight = temperature, gold_weight
+
+    def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
+        return self.objective.distill_loss(logits, batch.soft, self.temperature, batch.labels, batch.gold,
+                                           self.gold_weight)
+
 
 def make_step(run) -> TrainStep:
-    """The step a run trains with: the captured one where setup decided it (step_choice.decide), else Accelerate's."""
+    """The step a run trains with: the distillation variant of the Accelerate step when the run has a teacher's
+    soft targets (--soft-targets, which `tuneloop distill` sets), the captured one where setup decided it
+    (step_choice.decide), else the Accelerate step."""
     cfg = run.config
+    args = (run.accelerator, run.model, run.optimizer, run.objective, cfg.max_grad_norm, cfg.skip_nonfinite_batches)
+    if cfg.soft_targets:
+        return DistillStep(*args, temperature=cfg.temperature, gold_weight=cfg.gold_weight)
     if run.captured:
         return CapturedStep(run.model, run.optimizer, run.objective, cfg.max_grad_norm,
                             capture=run.accelerator.device.type == "cuda")
-    return AccelerateStep(run.accelerator, run.model, run.optimizer, run.objective, cfg.max_grad_norm,
-                          cfg.skip_nonfinite_batches)
+    return AccelerateStep(*args)
 
 
 WARMUP_STEPS = 2

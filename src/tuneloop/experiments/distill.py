@@ -1,0 +1,216 @@
+"""`tuneloop distill`: a small, fast student trained on a teacher's outputs.
+
+The teacher (a model folder, loaded as a `Classifier`, or a file of soft labels) labels the texts once; its
+probabilities are saved in OUT/distill/ with the student's training table (teacher.py) and reused by a resume.
+The student (`--model`, or `--student-layers N` of it: model/shrink.py) is then an ordinary run in OUT — the same
+loop, the distillation step (training/step.DistillStep: `Objective.distill_loss` at --temperature, plus the given
+labels weighted by --gold-weight), its own decision rule — so OUT loads, predicts, evaluates, exports and serves
+like any run. With labelled rows, the same student is also trained on them alone (OUT/distill/labels_only/), and
+results.json's `distillation` compares teacher, student and that student on the validation rows (compare.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..atomic import atomic_write_json, atomic_write_text
+from ..config.options import TrainConfig
+from ..data.soft_targets import SoftTargets
+from ..exceptions import ConfigError
+from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
+                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
+from ..runtime import machine
+from ..runtime.process import console_logging, library_output
+from ..training.loop import run_training
+from ..training.run_folder import check_run_folder
+from . import teacher as t
+
+log = logging.getLogger("tuneloop")
+DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "temperature", "gold_weight",
+                   "compare_labels_only")
+
+
+def saved_options(options: dict) -> dict:
+    """With --resume: the options the distillation was started with (OUT/distill/config.yaml; OUT/config.yaml is
+    the student run's own)."""
+    from ..config.options import read_yaml_options
+
+    folder = options.get("output_dir")
+    saved = Path(folder or "") / DISTILL_DIR / CONFIG_FILE
+    if not options.get("resume") or not folder or not saved.is_file():
+        return {}
+    values = read_yaml_options(saved, flag="--resume")
+    for key in ("resume", "dry_run", "overwrite", "chosen"):
+        values.pop(key, None)
+    return values
+
+
+def check_options(cfg: TrainConfig) -> None:
+    if not cfg.teacher:
+        raise ConfigError("--teacher: give the teacher, a model or run folder or a file of soft labels")
+    file_teacher = t.is_soft_label_file(cfg.teacher)
+    if not file_teacher and not cfg.unlabeled_file:
+        raise ConfigError("--unlabeled-file: give the texts the teacher labels (or a soft-label file as --teacher)")
+    if file_teacher and cfg.unlabeled_file:
+        raise ConfigError("--unlabeled-file: a soft-label file as --teacher brings its own texts; leave it out")
+    if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method != "finetune" or cfg.data_dir or cfg.task:
+        raise ConfigError("tuneloop distill trains one student on your files: leave out --seeds, --num-seeds, "
+                          "--folds, --method setfit, --task and --data-dir")
+
+
+def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
+    """Label the texts with the teacher (once), train the student on them, compare; returns results.json's
+    contents (with `distillation`)."""
+    from accelerate import PartialState
+
+    check_options(config)
+    out = Path(config.output_dir)
+    state = PartialState(cpu=machine.use_cpu(config.cpu))
+    resume = config.resume is not None
+    if state.is_main_process:
+        check_run_folder(out, config.overwrite, resume)
+        if config.overwrite and not resume and (out / DISTILL_DIR).is_dir():
+            clear(out / DISTILL_DIR)
+    with library_output(config.quiet), console_logging(config.quiet):
+        if state.is_main_process:
+            table = student_table(config, out / DISTILL_DIR)
+            table["student"] = student_model(config, out / DISTILL_DIR)
+            config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
+            atomic_write_json(out / DISTILL_DIR / DISTILL_SETUP, table)
+        state.wait_for_everyone()
+        if not state.is_main_process:
+            table = json.loads((out / DISTILL_DIR / DISTILL_SETUP).read_text(encoding="utf-8"))
+    student = table["student"]
+    student_config = config.replace(
+        train_file=table["train_file"], text_columns=table["text_columns"], label_column=table["label_column"],
+        problem_type=table["problem_type"], label_separator=None, soft_targets=table["soft_targets"],
+        model=student, overwrite=True, validation_file=config.validation_file)
+    results = run_training(student_config, on_step)
+    if config.dry_run:
+        return results
+    labels_only = None
+    if config.train_file and config.compare_labels_only:
+        labels_only = run_labels_only(config, student, out / DISTILL_DIR / LABELS_ONLY_DIR)
+    if state.is_main_process:
+        from .compare import comparison
+
+        with library_output(config.quiet), console_logging(config.quiet):
+            results["distillation"] = {**comparison(config, out, table, labels_only), "setup": table}
+        atomic_write_json(out / RESULTS_FILE, results)
+        _report(out)
+    return results
+
+
+def clear(folder: Path) -> None:
+    """--overwrite: the earlier distillation's files go, except the teacher's outputs (reused only for the same
+    teacher and texts: their key says which)."""
+    for item in folder.iterdir():
+        if item.name == SOFT_TARGETS_FILE:
+            continue
+        shutil.rmtree(item) if item.is_dir() else item.unlink()
+
+
+def student_table(cfg: TrainConfig, folder: Path) -> dict:
+    """The student's training table (DISTILL_TABLE) and the teacher's soft targets (SOFT_TARGETS_FILE) in `folder`,
+    computed once: a resume (or a rerun on the same teacher and texts) reuses them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    given = t.read_texts(cfg.train_file, cfg.text_columns, cfg.label_column, True) if cfg.train_file else None
+    from_file = t.is_soft_label_file(cfg.teacher)
+    if from_file:
+        texts, soft, schema = t.read_soft_label_file(cfg.teacher, cfg.text_columns, cfg.problem_type)
+    else:
+        texts = t.read_texts(cfg.unlabeled_file, cfg.text_columns, None, False)
+    rows = texts.items + (given.items if given else [])
+    key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns))
+    cached = folder / SOFT_TARGETS_FILE
+    targets = SoftTargets.load(cached) if cached.is_file() else None
+    if targets is not None and targets.key == key:
+        log.info(f"teacher outputs: reusing {cached} (computed earlier for these texts and this teacher)")
+    else:
+        if from_file:           # the labelled rows' targets are their labels (the file has no outputs for them)
+            if given is not None:
+                t.check_same_labels(schema, given, cfg.train_file)
+                soft = np.concatenate([soft, t.gold_targets(given.labels, schema)])
+        else:
+            from ..predict.classifier import Classifier
+
+            with Classifier.load(cfg.teacher, cpu=cfg.cpu) as classifier:
+                schema = classifier.label_schema
+                if given is not None:         # refused before the teacher's work
+                    t.check_same_labels(schema, given, cfg.train_file)
+                log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
+                soft = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet)
+        gold = np.r_[np.zeros(len(texts.items), np.int8), np.ones(len(rows) - len(texts.items), np.int8)]
+        targets = SoftTargets(soft.reshape(len(rows), -1), gold, schema, key)
+        targets.save(cached)
+    for source, labelled in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
+        if labelled is not None:
+            t.check_same_labels(targets.labels, labelled, source)
+    return _write_table(cfg, folder, texts, given, targets.soft, targets.labels)
+
+
+def _validation(cfg: TrainConfig):
+    return t.read_texts(cfg.validation_file, cfg.text_columns, cfg.label_column, True) if cfg.validation_file \
+        else None
+
+
+def _write_table(cfg, folder: Path, texts, given, soft, schema) -> dict:
+    """DISTILL_TABLE: every text in its columns and a label (the given one, else the teacher's answer); what the
+    student run reads (table.json)."""
+    columns = list(texts.columns)
+    label = cfg.label_column or "label"
+    while label in columns:
+        label += "_"
+    lines = []
+    rows = texts.items + (given.items if given else [])
+    given_labels = [None] * len(texts.items) + (list(given.labels) if given else [])
+    for i, item in enumerate(rows):
+        row = dict(zip(columns, item))
+        row[label] = given_labels[i] if given_labels[i] is not None else t.decided_label(soft[i], schema)
+        lines.append(json.dumps(row, ensure_ascii=False))
+    table_file = folder / DISTILL_TABLE
+    if not table_file.is_file() or table_file.read_text(encoding="utf-8") != "\n".join(lines) + "\n":
+        atomic_write_text(table_file, "\n".join(lines) + "\n")
+    table = {"train_file": str(table_file), "text_columns": columns, "label_column": label,
+             "problem_type": schema.problem_type, "soft_targets": str(folder / SOFT_TARGETS_FILE),
+             "labels": schema.names, "unlabeled_rows": len(texts.items),
+             "labelled_rows": len(given.items) if given else 0}
+    return table
+
+
+def student_model(cfg: TrainConfig, folder: Path) -> str:
+    """--model, or a copy of it with --student-layers of its layers (made once, in OUT/distill/student_init)."""
+    student = cfg.model
+    if cfg.student_layers:
+        from ..model.shrink import keep_layers
+
+        init = folder / STUDENT_INIT_DIR
+        if not (init / "config.json").is_file():
+            keep_layers(cfg.model, cfg.student_layers, init)
+        student = str(init)
+    return student
+
+
+def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:
+    """The same student on the labelled rows alone (the comparison's baseline); a finished one is read back."""
+    done = folder / RESULTS_FILE
+    if done.is_file():
+        return json.loads(done.read_text(encoding="utf-8"))
+    options = {name: TrainConfig.__dataclass_fields__[name].default for name in DISTILL_OPTIONS}
+    return run_training(cfg.replace(**options, model=student, output_dir=str(folder), overwrite=True, resume=None,
+                                    soft_targets=None))
+
+
+def _report(out: Path) -> None:
+    """report.html again, now that results.json holds the comparison."""
+    try:
+        from ..report import write_report
+    except ImportError:
+        return
+    write_report(out)

@@ -1,0 +1,161 @@
+"""The teacher's side of `tuneloop distill`: the texts it labels, its outputs on them (a model through
+`Classifier.run`, the one inference path, or a file of soft labels), the checks that its labels are the given
+ones, and the student's training table: every text with the teacher's probabilities, and the given labels where
+there are any (`data/soft_targets.SoftTargets`, saved once in the run folder and reused by a resume)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..data.labels import LabelSchema, _split_labels
+from ..data.readers import FORMATS, detect_columns, file_columns, iter_rows, position_word
+from ..data.soft_targets import SoftTargets
+from ..data.sources import load_user_files
+from ..exceptions import DataError
+from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
+
+log = logging.getLogger("tuneloop")
+SUM_TOLERANCE = 1e-3            # a row of class probabilities sums to 1 within this
+
+
+@dataclass
+class Texts:
+    """Rows to train on: (text, second text or None) each, their given labels' raw text (None: none given)."""
+
+    items: list
+    labels: list
+    columns: tuple[str, ...]
+
+
+def is_soft_label_file(teacher: str) -> bool:
+    return Path(teacher).is_file() and Path(teacher).suffix.lower() in FORMATS
+
+
+def read_texts(path, text_columns, label_column, labelled: bool) -> Texts:
+    """A data file's rows as items (and raw labels when `labelled`), read like a training file."""
+    raw = load_user_files(path if labelled else None, None, None if labelled else path, text_columns, label_column)
+    table = raw.train if labelled else raw.test["test"]
+    a, b = table["text_a"], table["text_b"]
+    labels = table["label"] if labelled else [None] * len(a)
+    return Texts(list(zip(a, b)), labels, raw.text_columns)
+
+
+def read_soft_label_file(path: str, text_columns, problem_type: str) -> tuple[Texts, np.ndarray, LabelSchema]:
+    """(texts, soft targets, schema) of a file of soft labels: text column(s) and one number column per class
+    (single-label: each row sums to 1), per label (multi-label: each in [0, 1]) or one score (regression)."""
+    available = file_columns(path)
+    texts = detect_columns(path, available, text_columns, None, False).text
+    columns = [c for c in available if c not in texts]
+    word, items, values = position_word(path), [], []
+    for position, row in iter_rows(path):
+        items.append((str(row[texts[0]]), str(row[texts[1]]) if len(texts) > 1 else None))
+        numbers = []
+        for c in columns:
+            try:
+                numbers.append(float(row[c]))
+            except (TypeError, ValueError):
+                raise DataError(f"{path}: {word} {position}: column {c!r} holds {row[c]!r}, not a probability; "
+                                "a soft-label file holds the text column(s) and one number per class") from None
+        values.append((position, numbers))
+    if not columns or not values:
+        raise DataError(f"{path}: no probability columns or no rows (columns: {', '.join(available)})")
+    kind = problem_type if problem_type != "auto" else REGRESSION if len(columns) == 1 else SINGLE_LABEL
+    soft = np.array([v for _, v in values], dtype=np.float64)
+    for (position, numbers), row in zip(values, soft):
+        _check_row(path, word, position, row, kind)
+    schema = LabelSchema(kind, [] if kind == REGRESSION else list(columns))
+    return Texts(items, [None] * len(items), texts), soft.astype(np.float32), schema
+
+
+def _check_row(path, word, position, row, kind) -> None:
+    if not np.all(np.isfinite(row)):
+        raise DataError(f"{path}: {word} {position}: a soft label is not a finite number")
+    if kind == REGRESSION:
+        return
+    if np.any(row < 0) or np.any(row > 1):
+        raise DataError(f"{path}: {word} {position}: probabilities must be in [0, 1], got {row.tolist()}")
+    if kind == SINGLE_LABEL and not math.isclose(float(row.sum()), 1.0, abs_tol=SUM_TOLERANCE):
+        raise DataError(f"{path}: {word} {position}: the class probabilities sum to {row.sum():.4g}, not 1; fix "
+                        "the row, or pass --problem-type multi_label_classification for one probability per label")
+
+
+def check_same_labels(teacher: LabelSchema, given: Texts, source: str) -> None:
+    """The given labels must be ones the teacher has (its classes or labels; numbers for a regression teacher)."""
+    raw = {v for v in given.labels if v is not None}
+    if teacher.problem_type == REGRESSION:
+        bad = sorted(v for v in raw if _number(v) is None)
+    else:
+        names = set(teacher.names)
+        items = {item for v in raw for item in (_split_labels(v, teacher.separator)
+                                                if teacher.problem_type == MULTI_LABEL else [v])}
+        bad = sorted(i for i in items if i not in names and _as_name(i) not in names)
+    if bad:
+        has = "scores" if teacher.problem_type == REGRESSION else ", ".join(teacher.names[:20])
+        raise DataError(f"{source}: the teacher's labels ({has}) differ from the given labels ({', '.join(bad[:5])} "
+                        "are not the teacher's); give labels the teacher predicts, or another teacher")
+
+
+def _number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _as_name(text: str) -> str:
+    x = _number(text)
+    return str(int(x)) if x is not None and x.is_integer() else text
+
+
+def teacher_key(teacher: str, texts: Texts) -> str:
+    """What the teacher's outputs depend on: the teacher (its files' names, sizes and times) and the texts."""
+    digest = hashlib.sha256()
+    path = Path(teacher)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.exists() else []
+    digest.update(json.dumps([str(path.resolve()) if path.exists() else teacher,
+                              [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files]]).encode())
+    digest.update(json.dumps(texts.items).encode())
+    return digest.hexdigest()
+
+
+def teacher_outputs(classifier, items: list, batch_size: int, quiet: bool) -> np.ndarray:
+    """The teacher's probabilities (its raw softmax or sigmoid; regression: its scores) for `items`, batched
+    through `Classifier.run`, longest texts first, with a progress bar."""
+    from ..predict.inputs import encoded
+
+    checked = classifier.items([item[0] if item[1] is None else list(item) for item in items])[0]
+    logits = classifier.run(encoded(checked, classifier.tokenizer, classifier.policy), batch_size=batch_size,
+                            quiet=quiet, desc="Teacher").all_logits
+    return classifier.objective.probabilities(logits).astype(np.float32)
+
+
+def decided_label(row: np.ndarray, schema: LabelSchema):
+    """The teacher's answer as a label column holds it: the class, the labels carried (a list), or the score."""
+    if schema.problem_type == REGRESSION:
+        return float(row[0])
+    if schema.problem_type == MULTI_LABEL:
+        return [n for n, p in zip(schema.names, row) if p > 0.5]
+    return schema.names[int(np.argmax(row))]
+
+
+def gold_targets(labels: list, schema: LabelSchema) -> np.ndarray:
+    """Given labels as soft targets (one-hot, a 0/1 row, the score): a soft-label-file teacher has no outputs
+    for the labelled rows."""
+    from ..data.labels import LabelEncoder
+
+    encode = LabelEncoder(schema, "--train-file")
+    out = np.zeros((len(labels), max(schema.num_labels, 1)), dtype=np.float32)
+    for i, raw in enumerate(labels):
+        target = encode(raw, i + 1)
+        if schema.problem_type == SINGLE_LABEL:
+            out[i, target] = 1.0
+        else:
+            out[i] = target
+    return out

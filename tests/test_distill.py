@@ -1,0 +1,217 @@
+"""`tuneloop distill`: a teacher's outputs computed once and cached, the student trained on them through the loop,
+an ordinary model folder at the end; the distillation loss; students with fewer layers; bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import SPECIALS, WORDS, fast_options, keyword_pair
+
+import tuneloop
+from tuneloop.cli import main
+from tuneloop.data.soft_targets import SoftTargets
+from tuneloop.exceptions import TuneloopError
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def texts(n: int, seed: int) -> list[tuple[int, str]]:
+    rng = random.Random(seed)
+    return [(label, b) for label, _, b in (keyword_pair(rng) for _ in range(n))]
+
+
+def write_csv(path: Path, header: list[str], rows: list[list]) -> str:
+    path.write_text(",".join(header) + "\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("distill-data")
+    names = ("no", "yes")
+    return {
+        "unlabeled": write_csv(folder / "unlabeled.csv", ["text"], [[t] for _, t in texts(64, 1)]),
+        "labelled": write_csv(folder / "labelled.csv", ["text", "label"], [[t, names[y]] for y, t in texts(24, 2)]),
+        "dev": write_csv(folder / "dev.csv", ["text", "label"], [[t, names[y]] for y, t in texts(40, 3)]),
+        # an LLM's or annotators' soft labels: mostly right, never certain
+        "soft": write_csv(folder / "soft.csv", ["text", "no", "yes"],
+                          [[t, 0.1 if y else 0.9, 0.9 if y else 0.1] for y, t in texts(96, 4)]),
+    }
+
+
+def plain_teacher(folder: Path, tiny_model: str, problem_type: str, names: list[str],
+                  other_vocabulary: bool = False) -> str:
+    """The tiny BERT as a plain transformers classifier folder of the given kind (untrained head: any outputs);
+    `other_vocabulary`: its tokenizer numbers the words the other way round from the tiny BERT's."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertTokenizer
+
+    config = AutoConfig.from_pretrained(tiny_model, num_labels=max(len(names), 1), problem_type=problem_type,
+                                        id2label=dict(enumerate(names or ["LABEL_0"])),
+                                        label2id={n: i for i, n in enumerate(names or ["LABEL_0"])})
+    torch.manual_seed(1)
+    AutoModelForSequenceClassification.from_pretrained(tiny_model, config=config,
+                                                       ignore_mismatched_sizes=True).save_pretrained(folder)
+    if other_vocabulary:
+        vocab = {w: i for i, w in enumerate(SPECIALS + WORDS[::-1])}
+        BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=64).save_pretrained(folder)
+    else:
+        AutoTokenizer.from_pretrained(tiny_model).save_pretrained(folder)
+    return str(folder)
+
+
+def options(tiny_model: str, out: Path, **extra) -> dict:
+    return fast_options(tiny_model, **{"output_dir": str(out), "calibrate": "none", "epochs": 2, **extra})
+
+
+def test_distill_loss_is_hintons_and_plain_loss_at_t1():
+    from tuneloop.objective import objective_for
+
+    torch.manual_seed(0)
+    logits, teacher = torch.randn(5, 3), torch.randn(5, 3)
+    soft, labels = teacher.softmax(-1), torch.tensor([0, 2, 1, 1, 0])
+    gold = torch.tensor([1, 0, 1, 0, 0])
+    single = objective_for("single_label_classification")
+    assert torch.allclose(single.distill_loss(logits, soft, 1.0), single.loss(logits, None, soft=soft))
+    t = 3.0                  # T² × cross entropy between softmax(teacher / T) and log_softmax(student / T) ...
+    expected = -(teacher / t).softmax(-1).mul((logits / t).log_softmax(-1)).sum(-1).mean() * t * t
+    # ... plus the gold term over the two rows that have gold labels
+    expected += 0.5 * torch.nn.functional.cross_entropy(logits[[0, 2]], labels[[0, 2]])
+    assert torch.allclose(single.distill_loss(logits, soft, t, labels, gold, 0.5), expected, atol=1e-5)
+    multi = objective_for("multi_label_classification")
+    p = teacher.sigmoid()
+    softened = (teacher / t).sigmoid()
+    assert torch.allclose(multi.soften(p, t), softened, atol=1e-5)
+    regression = objective_for("regression")      # no temperature: the scores are the targets
+    scores = teacher[:, :1]
+    assert torch.allclose(regression.distill_loss(logits[:, :1], scores, t), ((logits[:, :1] - scores) ** 2).mean())
+
+
+def test_student_layers_keep_every_other_layer(tiny_model, tmp_path):
+    from safetensors.torch import load_file
+
+    from tuneloop.model.shrink import keep_layers, kept_layers
+
+    assert kept_layers(6, 3) == [0, 2, 4] and kept_layers(6, 2) == [0, 3] and kept_layers(2, 2) == [0, 1]
+    assert keep_layers(tiny_model, 1, tmp_path / "student") == [0]
+    config = json.loads((tmp_path / "student" / "config.json").read_text())
+    assert config["num_hidden_layers"] == 1
+    source = load_file(f"{tiny_model}/model.safetensors")
+    student = load_file(tmp_path / "student" / "model.safetensors")
+    kept = [k for k in student if "encoder.layer." in k]
+    assert kept and all(".layer.0." in k for k in kept)
+    assert all(torch.equal(student[k], source["bert." + k]) for k in kept)
+    with pytest.raises(TuneloopError, match="has 2 layers"):
+        keep_layers(tiny_model, 3, tmp_path / "too-many")
+
+
+def test_soft_label_file_teacher_gives_an_ordinary_model_that_exports(tiny_model, files, tmp_path):
+    out = tmp_path / "student"
+    results = tuneloop.distill(teacher=files["soft"], train_file=files["labelled"], validation_file=files["dev"],
+                               compare_labels_only=False, **options(tiny_model, out, epochs=3))
+    cached = SoftTargets.load(out / "distill" / "soft_targets.npz")
+    assert cached.labels.names == ["no", "yes"] and cached.soft.shape == (96 + 24, 2)
+    assert np.allclose(cached.soft[:96].max(1), 0.9) and list(cached.gold) == [0] * 96 + [1] * 24
+    assert np.isin(cached.soft[96:], (0.0, 1.0)).all()       # labelled rows: their labels as targets
+    d = results["distillation"]
+    assert "teacher" not in d and d["student"]["metrics"]["accuracy"] >= 0.9      # learnt from the soft labels
+    from tuneloop.report import read_run
+    from tuneloop.report.sections import distillation_section
+
+    shown = "".join(distillation_section(read_run(out)))      # report.html's section
+    assert "Distillation" in shown and "student (this model)" in shown and "teacher" not in shown.split("</p>")[-1]
+    with tuneloop.load(out) as clf:                          # an ordinary tuneloop model
+        assert clf.labels == ["no", "yes"]
+        assert clf.predict("the dog sees alpha")["label"] == "yes"
+    from tuneloop.deploy.export import export_model
+
+    report = export_model(str(out), str(tmp_path / "exported"), quiet=True)   # the gate: validation re-scored
+    assert report["gate"]["verdict"] == "pass"
+    with tuneloop.load(tmp_path / "exported") as exported:
+        assert exported.backend == "onnx" and exported.labels == ["no", "yes"]
+
+
+def test_multi_label_and_regression_teachers_and_another_tokenizer(tiny_model, files, tmp_path):
+    from tuneloop.predict.classifier import Classifier
+
+    unlabeled = [t for _, t in texts(64, 1)]
+    for kind, names in (("multi_label_classification", ["a", "b", "c"]), ("regression", [])):
+        # the multi-label teacher reads another vocabulary than the student: the student tokenizes the texts itself
+        teacher = plain_teacher(tmp_path / f"teacher-{kind}", tiny_model, kind, names, other_vocabulary=bool(names))
+        out = tmp_path / f"student-{kind}"
+        tuneloop.distill(teacher=teacher, unlabeled_file=files["unlabeled"], max_steps=4,
+                         **options(tiny_model, out))
+        cached = SoftTargets.load(out / "distill" / "soft_targets.npz")
+        with Classifier.load(teacher) as clf:
+            expected = clf.objective.probabilities(clf.logits([(t, None) for t in unlabeled]))
+        assert cached.labels.problem_type == kind and np.allclose(cached.soft, expected, atol=1e-5)
+        if names:
+            from transformers import AutoTokenizer
+
+            ids = [AutoTokenizer.from_pretrained(m)("the cat")["input_ids"] for m in (teacher, tiny_model)]
+            assert ids[0] != ids[1]
+        with tuneloop.load(out) as student:
+            assert student.problem_type == kind and student.labels == names
+
+
+def test_kill_and_resume_equals_an_unbroken_run_without_the_teacher_again(tiny_model, files, tmp_path,
+                                                                          monkeypatch):
+    from safetensors.torch import load_file
+
+    from tuneloop.experiments import teacher as teacher_module
+
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["no", "yes"])
+    common = dict(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=files["labelled"],
+                  compare_labels_only=False, save_every=4, max_steps=10)      # validated on held-out rows
+    tuneloop.distill(**common, **options(tiny_model, tmp_path / "unbroken"))
+
+    def kill(state):
+        if state.step == 6:                       # after the checkpoint of step 4: the process dies here
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tuneloop.distill(**common, on_step=kill, **options(tiny_model, tmp_path / "broken"))
+    monkeypatch.setattr(teacher_module, "teacher_outputs", lambda *a, **k: pytest.fail("teacher recomputed"))
+    tuneloop.distill(**common, resume="latest", **options(tiny_model, tmp_path / "broken"))
+    a = load_file(tmp_path / "unbroken" / "model" / "model.safetensors")
+    b = load_file(tmp_path / "broken" / "model" / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_two_cpu_processes_train_what_one_does(tiny_model, files, tmp_path):
+    from test_distributed import max_difference, run, torchrun
+
+    args = ["--teacher", files["soft"], "--model", tiny_model, "--lr", "3e-3",
+            "--max-steps", "6", "--quiet", "--seed", "0", "--mixed-precision", "no", "--no-report",
+            "--baseline", "none", "--small-data", "off", "--calibrate", "none", "--eval-batch-size", "8"]
+    run(torchrun(2) + ["distill", *args, "--batch-size", "4", "--output-dir", str(tmp_path / "two")])
+    assert main(["distill", *args, "--batch-size", "8", "--output-dir", str(tmp_path / "one")]) == 0
+    assert max_difference(tmp_path / "one", tmp_path / "two") < 1e-3
+
+
+def test_bad_input_is_one_line(tiny_model, files, tmp_path, capsys):
+    bad = write_csv(tmp_path / "bad.csv", ["text", "no", "yes"], [["a cat", 0.5, 0.5], ["a dog", 0.7, 0.2]])
+    common = ["--model", tiny_model, "--quiet", "--validation-file", files["dev"]]
+    assert main(["distill", "--teacher", bad, "--output-dir", str(tmp_path / "a"), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "line 3" in err and "sum to 0.9" in err and len(err.splitlines()) == 1
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["neg", "pos"])
+    capsys.readouterr()
+    assert main(["distill", "--teacher", teacher, "--unlabeled-file", files["unlabeled"], "--train-file",
+                 files["labelled"], "--output-dir", str(tmp_path / "b"), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "teacher's labels (neg, pos) differ" in err and len(err.splitlines()) == 1
+    assert main(["distill", "--teacher", teacher, "--unlabeled-file", files["unlabeled"], "--temperature", "0",
+                 "--output-dir", str(tmp_path / "d")]) == 2
+    assert "--temperature: must be a positive number" in capsys.readouterr().err
+    assert main(["distill", "--unlabeled-file", files["unlabeled"], "--output-dir", str(tmp_path / "c")]) == 2
+    assert "--teacher" in capsys.readouterr().err
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
