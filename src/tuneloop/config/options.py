@@ -37,7 +37,7 @@ RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
 SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
-METHODS, SETFIT_HEADS = ("finetune", "setfit"), ("logistic", "end-to-end")   # training/contrastive.py
+METHODS, SETFIT_HEADS = ("finetune", "setfit", "probe"), ("logistic", "end-to-end")   # training/contrastive.py
 SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
@@ -109,8 +109,9 @@ class TrainConfig(DataOptions):
     small_data: str = opt("auto", "settings for small training sets (more steps, warmup, a smaller learning rate; "
                           "see the small-data guide): auto applies them below the measured size where runs collapse "
                           "and config.yaml records on or off; on, off", "training", SMALL_DATA, small_data=True)
-    method: str = opt("finetune", "finetune (the training loop trains every weight) or setfit (few labelled rows per "
-                      "class: the body trained on pairs of rows, then a logistic-regression head)", "training", METHODS)
+    method: str = opt("finetune", "finetune (the training loop trains every weight), setfit (few labelled rows per "
+                      "class: the body trained on pairs of rows, then a logistic-regression head) or probe (a "
+                      "logistic-regression head on the frozen embedding: seconds)", "training", METHODS)
     setfit_iterations: int = opt(20, "--method setfit: rounds of pairs (2 per row a round)", "training", metavar="N")
     setfit_epochs: int = opt(1, "--method setfit: passes over the pairs", "training", metavar="N")
     setfit_lr: float = opt(2e-5, "--method setfit: learning rate of the stage on pairs", "training", metavar="LR")

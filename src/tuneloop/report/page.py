@@ -178,6 +178,8 @@ def _stage_text(stage: dict) -> str:
             "then a logistic-regression head and the training loop over every weight")
     accuracy = (f" (training accuracy {fmt_metric(stage['head_train_accuracy'])})"
                 if isinstance(stage.get("head_train_accuracy"), float) else "")
+    if stage.get("method") == "probe":           # --method probe: no pairs, the frozen embedding
+        return f"none (the frozen embedding), {head[5:]}{accuracy}; {fmt_seconds(stage.get('seconds'))}"
     return (f"{fmt(stage.get('pairs'))} pairs in {fmt(stage.get('steps'))} steps{loss}, {head}{accuracy}; "
             f"{fmt_seconds(stage.get('seconds'))}")
 

@@ -38,20 +38,21 @@ from ..runtime.machine import interactive
 log = logging.getLogger("tuneloop")
 
 ABSENT = 30.0            # |logit| for a class no training row has (or every row has, for multi-label)
+HEAD_FITTED = ("setfit", "probe")   # the methods whose head is a fitted logistic regression (probe: no pair stage)
 
 
 def check_setfit(config, data) -> None:
     """Refuse, before the run folder is written, what --method setfit cannot train."""
-    if config.method != "setfit":
+    if config.method not in HEAD_FITTED:
         return
     if not data.labels.objective.classes:
-        raise ConfigError("--method setfit needs class labels (single- or multi-label); this data has numeric "
-                          "labels (regression): use --method finetune")
+        raise ConfigError(f"--method {config.method} needs class labels (single- or multi-label); this data has "
+                          "numeric labels (regression): use --method finetune")
     labels = data.train_labels
     kinds = len(np.unique(labels, axis=0))
     if kinds < 2:
-        raise ConfigError("--method setfit needs training rows of at least two classes (label sets) to make pairs "
-                          f"of different classes; the {len(labels)} training rows have one")
+        raise ConfigError(f"--method {config.method} needs training rows of at least two classes (label sets) to "
+                          f"fit its head; the {len(labels)} training rows have one")
 
 
 # ------------------------------------------------------------------------------------------------ pairs
@@ -154,7 +155,9 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
     labels = data.train_labels
     started = time.perf_counter()
-    body = train_body(model, head, embed, rows, labels, cfg, acc, stop)
+    body = (train_body(model, head, embed, rows, labels, cfg, acc, stop) if cfg.method == "setfit" else
+            {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size, "lr": 0.0,
+             "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
     fitted = fit_head(features, labels, run.objective, head.bias is not None, cfg.seed)
     with torch.no_grad():
@@ -168,12 +171,17 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
             broadcast(p.data, from_process=0)
     model.train()
     seconds = time.perf_counter() - started
-    summary = {**body, "head": cfg.setfit_head, "pooling": cfg.setfit_pooling, "head_fit_s": fitted["seconds"],
+    summary = {**body, "method": cfg.method, "head": "logistic" if cfg.method == "probe" else cfg.setfit_head,
+               "pooling": cfg.setfit_pooling, "head_fit_s": fitted["seconds"],
                "head_train_accuracy": fitted["train_accuracy"], "seconds": round(seconds, 3)}
-    log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
-             f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "
-             f"{fitted['train_accuracy']:.4f}) in {seconds:.1f} s" +
-             ("; the training loop now trains every weight from it" if cfg.setfit_head == "end-to-end" else ""))
+    if cfg.method == "probe":
+        log.info(f"probe: a logistic-regression head on the frozen embedding of {len(labels)} rows (training "
+                 f"accuracy {fitted['train_accuracy']:.4f}) in {seconds:.1f} s")
+    else:
+        log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
+                 f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "
+                 f"{fitted['train_accuracy']:.4f}) in {seconds:.1f} s" +
+                 ("; the training loop now trains every weight from it" if cfg.setfit_head == "end-to-end" else ""))
     return summary
 
 

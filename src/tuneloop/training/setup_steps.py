@@ -32,7 +32,7 @@ from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
 from . import checkpoint, progress, run_folder, small_data
-from .contrastive import check_setfit
+from .contrastive import HEAD_FITTED, check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
 
@@ -176,7 +176,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
 def setup_pooling(config: TrainConfig, model) -> str:
     """--method setfit: the embedding its head reads (model/pooling.py), the pooler swapped for the mean when that
     is chosen; returns the choice, for config.yaml."""
-    if config.method != "setfit":
+    if config.method not in HEAD_FITTED:
         return config.setfit_pooling
     chosen, why = pooling.choose(config.setfit_pooling, config.model, model, config.lora)
     if chosen == "mean":
