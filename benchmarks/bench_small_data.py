@@ -4,7 +4,10 @@ rows).
 
 Methods (--methods, comma-separated):
   tuneloop          tuneloop's usual settings (`small_data="off"`)
-  tuneloop-small    tuneloop's defaults as they ship: the small-data settings (`small_data="auto"`)
+  tuneloop-small    tuneloop's defaults as they ship: `method="auto"` (under the small-data line the probe, the
+                    contrastive stage or fine-tuning with the small-data settings, chosen by cross-validation on the
+                    training rows: training/choose.py; each run records the choice) and `small_data="auto"`
+  tuneloop-probe    `method="probe"`: a logistic-regression head on the frozen sentence embedding
   tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults: on the embedded MiniLM, a
                     sentence-transformer, the head reads mean pooling, `setfit_pooling="mean"`)
   tuneloop-setfit-head  the same with `setfit_pooling="head"`: the head reads BERT's pooler output (what the stage
@@ -71,7 +74,8 @@ from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomi
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
-METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf")
+METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
+           "tuneloop-probe")
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
@@ -227,13 +231,19 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     import tuneloop
 
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
-               "tuneloop-setfit": {"method": "setfit"},
+               "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"}}[method]
-    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(data["eval"], data["pair"]),
+    # validation: the training rows themselves, only for the loop's progress lines (the model kept is the last
+    # step's, argmax, uncalibrated, and `auto` cross-validates on the training rows): no scored row is seen
+    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(train, data["pair"]),
                             model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
                             quiet=True, report=False, baseline="none", calibrate="none", **options)
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in data["eval"]])]
-    return {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+    row = {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+    if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
+        row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),
+                       "cv": {m: c.get("accuracy", "skipped") for m, c in result["auto"].get("candidates", {}).items()}}
+    return row
 
 
 def run_tfidf(train: list, data: dict, seed: int) -> dict:

@@ -67,3 +67,51 @@ def test_the_probe_is_a_head_on_the_frozen_body_and_an_ordinary_model_folder(tin
     assert main(["export", str(out), "--output", str(target), "--quiet"]) == 0
     report = json.loads((target / "export_report.json").read_text())
     assert report["gate"]["verdict"] == "pass"
+
+
+AUTO = {"small_data": "auto", "epochs": 1}        # fast_options turns the small-data rule off; auto needs it
+
+
+def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(tiny_model, tmp_path, capfd):
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    runs = []
+    for name in ("a", "b"):
+        runs.append(tuneloop.train(**fast_options(tiny_model, **AUTO, quiet=name == "b"), train=train,
+                                   validation=dev, output_dir=str(tmp_path / name)))
+    first, second = (r["auto"] for r in runs)
+    assert first["chosen"] in ("probe", "setfit", "finetune") and first["folds"] == 3
+    scored = {m: c["accuracy"] for m, c in first["candidates"].items() if "accuracy" in c}
+    assert "probe" in scored and first["chosen"] == max(scored, key=lambda m: (scored[m], -list(scored).index(m)))
+    assert all(len(c["folds"]) == 3 for c in first["candidates"].values() if "accuracy" in c)
+    drop = lambda a: {m: {k: v for k, v in c.items() if k not in ("seconds", "estimated_s")}     # noqa: E731
+                      for m, c in a["candidates"].items()}
+    assert drop(first) == drop(second) and first["chosen"] == second["chosen"]          # seeded
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert saved["auto"]["chosen"] == first["chosen"]
+    assert f"method: {first['chosen']}" in (tmp_path / "a" / "config.yaml").read_text()
+    assert f"method auto: {first['chosen']} by 3-fold cross-validation" in capfd.readouterr().err
+
+
+def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_path):
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    tight = tuneloop.train(**fast_options(tiny_model, **AUTO, auto_budget=1e-3), train=train, validation=dev,
+                           output_dir=str(tmp_path / "tight"))
+    assert tight["auto"]["chosen"] == "probe"                       # the probe always runs; the others do not fit
+    assert {m for m, c in tight["auto"]["candidates"].items() if "skipped" in c} == {"setfit", "finetune"}
+    named = tuneloop.train(**fast_options(tiny_model, **AUTO, method="finetune"), train=train, validation=dev,
+                           output_dir=str(tmp_path / "named"))
+    assert "auto" not in named and named["train"]["steps"] > 0
+    assert "method: finetune" in (tmp_path / "named" / "config.yaml").read_text()
+
+
+def test_above_the_small_data_line_a_default_run_is_the_usual_run(tiny_model, tmp_path):
+    from tuneloop.training.small_data import SMALL_ROWS
+
+    train, dev = frame(opinion_rows(SMALL_ROWS, 4)), frame(opinion_rows(40, 5))
+    options = fast_options(tiny_model, small_data="auto", max_steps=12)
+    default = tuneloop.train(**options, train=train, validation=dev, output_dir=str(tmp_path / "default"))
+    usual = tuneloop.train(**options, method="finetune", train=train, validation=dev,
+                           output_dir=str(tmp_path / "usual"))
+    assert "auto" not in default and default["train"]["steps"] == usual["train"]["steps"] == 12
+    assert default["eval"] == usual["eval"]
+    assert "method: finetune" in (tmp_path / "default" / "config.yaml").read_text()

@@ -56,12 +56,21 @@ def check_setfit(config, data) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ pairs
+UNIQUE_PAIRS_ROWS = 2000    # up to this many rows, single-label pairs are drawn from every pair of rows
+
+
 def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first rows, second rows, targets), shuffled: each round pairs every row with one random row of its class
-    (target 1.0) and one of another class (0.0). Multi-label (`labels` a 0/1 matrix): a row sharing a label
+    """(first rows, second rows, targets), shuffled. Single-label, up to UNIQUE_PAIRS_ROWS rows: as the setfit
+    package's default ("oversampling"), every pair of rows (a row with itself included) once, the same-class pairs
+    (target 1.0) and the other-class pairs (0.0) each taken in a shuffled cycle up to the larger count, so both kinds
+    are as many; at most `iterations` × rows of each kind (which the package does not cap: its pairs grow with the
+    square of the rows). Otherwise (more rows, or multi-label), `iterations` rounds, each pairing every row with one
+    random row of its class and one of another class; multi-label (`labels` a 0/1 matrix): a row sharing a label
     (rows without labels: another row without) and a row with another label set; both targets are the Jaccard
     similarity of the two sets."""
     rng = np.random.default_rng(seed)
+    if labels.ndim == 1 and len(labels) <= UNIQUE_PAIRS_ROWS:
+        return unique_pairs(labels, iterations, rng)
     multi = labels.ndim == 2
     sets = labels.astype(bool)
     keys = [tuple(row) for row in labels.astype(int)] if multi else labels.tolist()
@@ -96,6 +105,26 @@ def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarr
         targets = (labels[first] == labels[second]).astype(float)
     order = rng.permutation(len(first))
     return first[order], second[order], targets[order].astype(np.float32)
+
+
+def unique_pairs(labels: np.ndarray, iterations: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_pairs for single-label rows: every pair once, each kind cycled up to the larger count (capped)."""
+    a, b = np.triu_indices(len(labels))
+    order = rng.permutation(len(a))
+    a, b = a[order], b[order]
+    same = labels[a] == labels[b]
+    kinds = [(a[same], b[same]), (a[~same], b[~same])]
+    count = min(max(len(kinds[0][0]), len(kinds[1][0])), iterations * len(labels))
+    first, second, targets = [], [], []
+    for target, (x, y) in zip((1.0, 0.0), kinds):
+        if len(x):
+            take = np.arange(count) % len(x)
+            first.append(x[take])
+            second.append(y[take])
+            targets.append(np.full(count, target, dtype=np.float32))
+    first, second, targets = np.concatenate(first), np.concatenate(second), np.concatenate(targets)
+    order = rng.permutation(len(first))
+    return first[order], second[order], targets[order]
 
 
 # ------------------------------------------------------------------------------------------------ embeddings

@@ -32,6 +32,7 @@ from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
 from . import checkpoint, progress, run_folder, small_data
+from . import choose
 from .contrastive import HEAD_FITTED, check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
@@ -68,6 +69,7 @@ class Run:
     setup_s: float
     dynamics: TrainingDynamics | None = None   # each training row's probabilities per epoch (dynamics.py)
     setfit: dict | None = None          # --method setfit: what its stage did (contrastive.py), for results.json
+    auto: dict | None = None            # --method auto: the choice and each candidate's score (choose.py)
 
     @property
     def metric_for_best(self) -> str:
@@ -306,6 +308,9 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     tokenizer = load_tokenizer(config.model)
     check_max_length(config.model, config.max_length)
     data = setup_data(config, tokenizer, accelerator)
+    config, chosen = choose.decide(config, data, tokenizer, accelerator,        # --method auto: by cross-validation
+                                   lambda c: setup_model(c, data.labels, tokenizer, accelerator.device.type, levers)[0],
+                                   setup_objective(config, data, accelerator.device))
     config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
@@ -327,5 +332,6 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
               state, names, main, model_metadata(config, data, names, main), resumed_from,
               time.perf_counter() - started, setup_dynamics(data, plan, accelerator, resumed_from))
+    run.auto = chosen
     describe(run)
     return run

@@ -50,7 +50,8 @@ def applies(config: TrainConfig, train_rows: int, objective: Objective) -> bool:
     return config.small_data == "on" or train_rows < SMALL_ROWS
 
 
-def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1) -> TrainConfig:
+def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1,
+          quiet: bool = False) -> TrainConfig:
     """The run's config with the small-data settings decided: `small_data` becomes on or off, and on small data the
     options left to tuneloop change as the module says (each change said in the log). A resumed run keeps what its
     config.yaml recorded."""
@@ -77,6 +78,7 @@ def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_proces
         changes["eval_every"] = None                 # a recipe's 4/epoch would evaluate every few steps
         said.append("evaluation once per epoch")
     why = f"{train_rows} training rows" + (f" (fewer than {SMALL_ROWS})" if config.small_data == "auto" else "")
-    log.info(f"small data, {why}: " + (", ".join(said) if said else "your settings already fit it") +
-             "; --small-data off keeps the usual settings")
+    if not quiet:                      # choose.py's folds decide it again, silently
+        log.info(f"small data, {why}: " + (", ".join(said) if said else "your settings already fit it") +
+                 "; --small-data off keeps the usual settings")
     return config.replace(**changes)
