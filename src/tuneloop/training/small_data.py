@@ -45,7 +45,7 @@ def left_to_tuneloop(config: TrainConfig, name: str) -> bool:
 
 
 def applies(config: TrainConfig, train_rows: int, objective: Objective) -> bool:
-    if config.small_data == "off" or config.method != "finetune" or not objective.classes:   # not for regression
+    if config.small_data == "off" or config.method not in ("finetune", "auto") or not objective.classes:  # regression
         return False
     return config.small_data == "on" or train_rows < SMALL_ROWS
 
