@@ -11,7 +11,9 @@ Each is scored by its accuracy on held-out folds of the training rows (stratifie
 each fold trained from the pretrained model as the run would train it (no rows of the validation or test sets are
 read). The choice keeps to --auto-budget seconds: the probe always runs (its embedding pass measures this machine's
 speed); a further candidate runs only if its estimated time (its steps × rows a step × the measured seconds a row,
-three times a forward pass for forward and backward) still fits, and is recorded as skipped otherwise. The choice,
+three times a forward pass for forward and backward) still fits — the contrastive stage only if fine-tuning's still
+fits after it — and is recorded as skipped otherwise. Fine-tuning, the usual run, is kept unless a candidate beat it
+on the same folds: when its own cross-validation does not fit, the run fine-tunes. The choice,
 every candidate's fold scores, mean, seconds (or estimate) are recorded in results.json ("auto") and said in the
 log; config.yaml records the method that ran, so a resumed run keeps it."""
 
@@ -77,10 +79,14 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
 
     started, folds = time.perf_counter(), folds_of(labels, config.seed)
     inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
-    candidates, per_row = {}, None
+    candidates, per_row, reserved = {}, None, 0.0
     for method in CANDIDATES:
         estimate = None if per_row is None else estimated_seconds(method, config, data, folds, per_row)
-        if estimate is not None and time.perf_counter() - started + estimate > config.auto_budget:
+        if method == "setfit":         # fine-tuning's estimate is kept for it: it is the one a skip falls back to
+            reserved = estimated_seconds("finetune", config, data, folds, per_row)
+        elif method == "finetune":
+            reserved = 0.0
+        if estimate is not None and time.perf_counter() - started + estimate + reserved > config.auto_budget:
             candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
             continue
         t0, accuracies = time.perf_counter(), []
@@ -103,7 +109,8 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
         if estimate is not None:
             candidates[method]["estimated_s"] = round(estimate, 1)
     scored = [m for m in CANDIDATES if "accuracy" in candidates[m]]
-    chosen = max(scored, key=lambda m: (candidates[m]["accuracy"], -CANDIDATES.index(m)))
+    chosen = (max(scored, key=lambda m: (candidates[m]["accuracy"], -CANDIDATES.index(m))) if "finetune" in scored
+              else "finetune")         # the usual run stays unless a candidate beat it on the same folds
     return {"chosen": chosen, "folds": len(folds), "metric": "accuracy", "budget_s": config.auto_budget,
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
 
