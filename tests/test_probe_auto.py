@@ -90,6 +90,11 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
     assert saved["auto"]["chosen"] == first["chosen"]
     assert f"method: {first['chosen']}" in (tmp_path / "a" / "config.yaml").read_text()
     assert f"method auto: {first['chosen']} by 3-fold cross-validation" in capfd.readouterr().err
+    from tuneloop.report.page import write_report
+
+    page = write_report(tmp_path / "a").read_text()
+    assert f"{first['chosen']}, chosen by --method auto by 3-fold cross-validation" in page
+    assert f"probe {first['candidates']['probe']['accuracy']:.4f}" in page
 
 
 def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_path):

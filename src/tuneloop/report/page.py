@@ -141,6 +141,8 @@ def _facts(run: Run) -> list[tuple]:
             examples.append(f"{split} {fmt(metrics['num_samples'])}")
     if examples:
         facts.append(("examples", ", ".join(examples)))
+    if results.get("auto"):                       # --method auto: the choice and each candidate's score
+        facts.append(("method", _auto_text(results["auto"])))
     stage = results.get("setfit")                 # --method setfit: the contrastive stage ran before the loop
     if stage:
         facts.append(("contrastive stage", _stage_text(stage)))
@@ -168,6 +170,15 @@ def _facts(run: Run) -> list[tuple]:
     if config.get("seed") is not None:
         facts.append(("seed", config["seed"]))
     return facts
+
+
+def _auto_text(auto: dict) -> str:
+    """One line for results.json's "auto" section: the method chosen and each candidate's cross-validated score."""
+    scores = ", ".join(f"{m} {fmt_metric(c['accuracy'])}" if "accuracy" in c else f"{m} skipped ({c.get('skipped')})"
+                       for m, c in (auto.get("candidates") or {}).items())
+    how = (f"by {auto.get('folds')}-fold cross-validation on the training rows (accuracy: {scores}; "
+           f"{fmt_seconds(auto.get('seconds'))})" if scores else f"({auto.get('why')})")
+    return f"{auto.get('chosen')}, chosen by --method auto {how}"
 
 
 def _stage_text(stage: dict) -> str:
