@@ -9,10 +9,11 @@ Candidates, cheapest first (on a tie the cheaper is kept):
 
 Each is scored by its accuracy on held-out folds of the training rows (stratified, FOLDS folds, seeded by --seed),
 each fold trained from the pretrained model as the run would train it (no rows of the validation or test sets are
-read). The choice keeps to --auto-budget seconds: the probe always runs (its embedding pass measures this machine's
-speed); a further candidate runs only if its estimated time (its steps × rows a step × the measured seconds a row,
-three times a forward pass for forward and backward) still fits — the contrastive stage only if fine-tuning's still
-fits after it — and is recorded as skipped otherwise. Fine-tuning, the usual run, is kept unless a candidate beat it
+read). The choice keeps to --auto-budget seconds: the probe always runs (and times forward and backward over one
+training batch on this machine); a further candidate runs only if its estimated time (its steps × rows a step × the
+measured seconds a training row) still fits — the contrastive stage only if fine-tuning's still fits after it — and
+stops if, after a fold, the folds left would not fit at the pace measured; either is recorded as skipped.
+Fine-tuning, the usual run, is kept unless a candidate beat it
 on the same folds: when its own cross-validation does not fit, the run fine-tunes. The choice,
 every candidate's fold scores, mean, seconds (or estimate) are recorded in results.json ("auto") and said in the
 log; config.yaml records the method that ran, so a resumed run keeps it."""
@@ -37,7 +38,7 @@ log = logging.getLogger("tuneloop")
 
 CANDIDATES = ("probe", "setfit", "finetune")
 FOLDS = 3
-BACKWARD = 3.0          # a training step's row costs about this many forward passes (forward + backward)
+BACKWARD = 3.0          # a training row costs about this many rows of an embedding pass (forward + backward)
 
 
 def decide(config, data, tokenizer, accelerator, build_model: Callable, objective) -> tuple:
@@ -61,7 +62,8 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         return finetune, {"chosen": "finetune", "why": why}
     choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
     log.info(f"method auto: {choice['chosen']} by {choice['folds']}-fold cross-validation on the {rows} training "
-             "rows (accuracy " + ", ".join(f"{m} {c['accuracy']:.4f}" if "accuracy" in c else f"{m} skipped"
+             "rows (accuracy " + ", ".join(f"{m} {c['accuracy']:.4f}" if "accuracy" in c else
+                                           f"{m} skipped, {c.get('estimated_s', c['seconds'])} s estimated"
                                            for m, c in choice["candidates"].items()) +
              f"; {choice['seconds']:.0f} s of --auto-budget {config.auto_budget:g} s); --method keeps your own")
     return config.replace(method=choice["chosen"]), choice
@@ -75,37 +77,33 @@ def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray
 
 
 def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:
-    from accelerate.utils import set_seed
-
     started, folds = time.perf_counter(), folds_of(labels, config.seed)
     inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
-    candidates, per_row, reserved = {}, None, 0.0
+    candidates, speed = {}, {}
     for method in CANDIDATES:
-        estimate = None if per_row is None else estimated_seconds(method, config, data, folds, per_row)
-        if method == "setfit":         # fine-tuning's estimate is kept for it: it is the one a skip falls back to
-            reserved = estimated_seconds("finetune", config, data, folds, per_row)
-        elif method == "finetune":
-            reserved = 0.0
+        # fine-tuning's estimate is kept for it while the contrastive stage runs: it is the one a skip falls back to
+        reserved = (estimated_seconds("finetune", config, data, folds, speed["row"]) if method == "setfit" and speed
+                    else 0.0)
+        estimate = estimated_seconds(method, config, data, folds, speed["row"]) if speed else None
         if estimate is not None and time.perf_counter() - started + estimate + reserved > config.auto_budget:
             candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
             continue
-        t0, accuracies = time.perf_counter(), []
-        if method == "finetune":
-            for train, held in folds:
-                set_seed(config.seed)
-                accuracies.append(finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train,
-                                                held))
+        t0 = time.perf_counter()
+        accuracies = []
+        for i, (train, held) in enumerate(folds):
+            accuracies.append(fold_accuracy(method, config, data, tokenizer, accelerator, build_model, objective,
+                                            inputs, labels, train, held, speed))
+            each = (time.perf_counter() - t0) / (i + 1)
+            left = len(folds) - i - 1
+            over = time.perf_counter() - started + left * each + reserved > config.auto_budget
+            if method != "probe" and left and over:
+                break                  # measured, not estimated: the folds left would not fit (the probe's are free)
+        candidates[method] = {"seconds": round(time.perf_counter() - t0, 1)}
+        if len(accuracies) < len(folds):
+            candidates[method]["skipped"] = f"over --auto-budget after {len(accuracies)} of {len(folds)} folds"
         else:
-            features = None
-            for train, held in folds:
-                set_seed(config.seed)
-                if features is None or method == "setfit":      # the probe's body is the same in every fold
-                    features, seconds = fold_features(method, config, inputs, labels, tokenizer, accelerator,
-                                                      build_model, train)
-                    per_row = per_row or seconds / len(labels)
-                accuracies.append(head_accuracy(features, labels, train, held, config.seed))
-        candidates[method] = {"accuracy": round(float(np.mean(accuracies)), 5),
-                              "folds": [round(a, 5) for a in accuracies], "seconds": round(time.perf_counter() - t0, 1)}
+            candidates[method].update(accuracy=round(float(np.mean(accuracies)), 5),
+                                      folds=[round(a, 5) for a in accuracies])
         if estimate is not None:
             candidates[method]["estimated_s"] = round(estimate, 1)
     scored = [m for m in CANDIDATES if "accuracy" in candidates[m]]
@@ -115,21 +113,42 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
 
 
+def fold_accuracy(method, config, data, tokenizer, accelerator, build_model, objective, inputs, labels, train, held,
+                  speed: dict) -> float:
+    """One candidate's accuracy on one fold's held-out rows, trained on the fold's other rows. The probe's
+    embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took."""
+    from accelerate.utils import set_seed
+
+    set_seed(config.seed)
+    if method == "finetune":
+        return finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held)
+    features = speed.get("probe") if method == "probe" else None
+    if features is None:
+        features, per_row = fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
+                                          train)
+        speed.setdefault("row", per_row)
+        if method == "probe":
+            speed["probe"] = features
+    return head_accuracy(features, labels, train, held, config.seed)
+
+
 def estimated_seconds(method: str, config, data, folds, per_row: float) -> float:
-    """A candidate's cross-validation time from its steps and the seconds a row's forward pass took here."""
-    rows = len(folds[0][0])
+    """A candidate's cross-validation time from its steps and the seconds a training row took here (an embedding
+    row counted as a third of one: no backward)."""
+    train = folds[0][0]
     if method == "setfit":
-        pairs = 2 * config.setfit_iterations * rows * config.setfit_epochs
-        return len(folds) * (BACKWARD * 2 * pairs + len(data.train)) * per_row
-    fit = small_data.adapt(config.replace(method="finetune"), rows, data.labels.objective, quiet=True)
-    steps = fit.max_steps or fit.epochs * math.ceil(rows / fit.batch_size)
-    return len(folds) * (BACKWARD * steps * fit.batch_size + len(folds[0][1])) * per_row
+        labels = np.asarray(data.train_labels)[train]
+        pairs = len(contrastive.make_pairs(labels, config.setfit_iterations, config.seed)[0]) * config.setfit_epochs
+        return len(folds) * (2 * pairs + len(data.train) / BACKWARD) * per_row
+    fit = small_data.adapt(config.replace(method="finetune"), len(train), data.labels.objective, quiet=True)
+    steps = fit.max_steps or fit.epochs * math.ceil(len(train) / fit.batch_size)
+    return len(folds) * (steps * min(fit.batch_size, len(train)) + len(folds[0][1]) / BACKWARD) * per_row
 
 
 def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
                   train) -> tuple[np.ndarray, float]:
     """(every training row's embedding after the candidate's body training on the fold's rows — none for the
-    probe —, the seconds of that embedding pass)."""
+    probe —, the seconds a training row takes here: forward and backward over one batch, timed once warm)."""
     cfg = config.replace(method=method)
     model = build_model(cfg).to(accelerator.device)
     head = contrastive.head_linear(model, model.config.num_labels)
@@ -138,9 +157,20 @@ def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_
     if method == "setfit":
         contrastive.train_body(model, head, embed, inputs.select(train), labels[train], cfg.replace(quiet=True),
                                accelerator, lambda: 0)
-    t0 = time.perf_counter()
     features = contrastive.embeddings(model, embed, inputs, cfg.eval_batch_size)
-    return features, time.perf_counter() - t0
+    return features, seconds_a_training_row(model, embed, inputs, cfg.batch_size)
+
+
+def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
+    """Forward and backward over one training batch, the second of two (the first builds the kernels)."""
+    rows = contrastive.rows_of(inputs, range(min(len(inputs), batch_size)))
+    model.train()
+    for _ in range(2):
+        t0 = time.perf_counter()
+        embed(rows)[0].sum().backward()
+    model.zero_grad(set_to_none=True)
+    model.eval()
+    return (time.perf_counter() - t0) / len(rows)
 
 
 def head_accuracy(features, labels, train, held, seed: int) -> float:
