@@ -14,7 +14,8 @@ left at its default or at the --recipe's value (one you set, by flag, keyword or
 
 Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample over 5 seeds, bench_small_data.py at
 8 to 256 rows per class, the 10-epoch floor before and after): see the small-data guide. Regression is left alone
-(it cannot collapse to a class); so is --method setfit, whose own stage is built for few rows.
+(it cannot collapse to a class); so are --method setfit and probe, built for few rows (training/choose.py picks among
+them and fine-tuning under --method auto).
 """
 
 from __future__ import annotations
