@@ -112,9 +112,9 @@ class TrainConfig(DataOptions):
     method: str = opt("auto", "finetune (the training loop trains every weight), setfit (few labelled rows per "
                       "class: the body trained on pairs of rows, then a logistic-regression head) or probe (a "
                       "logistic-regression head on the frozen embedding: seconds); auto: finetune, but under the "
-                      "small-data line (classes) the one of the three that scores best in cross-validation on the "
-                      "training rows, within --auto-budget; config.yaml records which", "training", METHODS)
-    auto_budget: float = opt(300.0, "--method auto: seconds the cross-validation may take (a candidate whose "
+                      "small-data line with at most 64 rows per class (classes) the one of the three that scores best "
+                      "in cross-validation on the training rows, within --auto-budget; config.yaml records which", "training", METHODS)
+    auto_budget: float = opt(600.0, "--method auto: seconds the cross-validation may take (a candidate whose "
                              "estimated time does not fit is skipped)", "training", metavar="S")
     setfit_iterations: int = opt(20, "--method setfit: pairs of each kind (same class, other class) at most N × the "
                                  "rows (single-label sets up to 2000 rows: every pair of rows, as the setfit "

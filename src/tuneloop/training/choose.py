@@ -1,6 +1,8 @@
-"""--method auto (the default): under the small-data line (small_data.py), the method is chosen on the user's own
-training rows, by cross-validation, among the candidates below; at or above it, and for regression, multi-label data
-or several processes, it is `finetune` and nothing else changes.
+"""--method auto (the default): under the small-data line (small_data.py), with at most FEW_PER_CLASS training rows per
+class on average (the few-shot regime the probe and the contrastive stage are for; the learning curves of the
+small-data guide have fine-tuning's small-data settings ahead of the `setfit` package at 64 rows per class on
+docstrings), the method is chosen on the user's own training rows, by cross-validation, among the candidates below;
+otherwise, and for regression, multi-label data or several processes, it is `finetune` and nothing else changes.
 
 Candidates, cheapest first (on a tie the cheaper is kept):
 - probe: a logistic-regression head on the frozen sentence embedding (contrastive.py without the pair stage),
@@ -38,6 +40,7 @@ log = logging.getLogger("tuneloop")
 
 CANDIDATES = ("probe", "setfit", "finetune")
 FOLDS = 3
+FEW_PER_CLASS = 64      # rows per class (on average) up to which the candidates are compared: the few-shot regime
 BACKWARD = 3.0          # a training row costs about this many rows of an embedding pass (forward + backward)
 
 
@@ -49,7 +52,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         return config, None                     # the user's own method is kept
     finetune = config.replace(method="finetune")
     rows, target = len(data.train), data.labels.objective
-    if not small_data.applies(finetune, rows, target):
+    if not small_data.applies(finetune, rows, target) or rows > FEW_PER_CLASS * max(1, target.num_labels):
         return finetune, None                   # the usual run: nothing to choose
     why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
            else "a dry run (the cross-validation runs when training)" if config.dry_run else None)
@@ -63,7 +66,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
     choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
     log.info(f"method auto: {choice['chosen']} by {choice['folds']}-fold cross-validation on the {rows} training "
              "rows (accuracy " + ", ".join(f"{m} {c['accuracy']:.4f}" if "accuracy" in c else
-                                           f"{m} skipped, {c.get('estimated_s', c['seconds'])} s estimated"
+                                           f"{m} skipped, {c.get('estimated_s', c.get('seconds'))} s estimated"
                                            for m, c in choice["candidates"].items()) +
              f"; {choice['seconds']:.0f} s of --auto-budget {config.auto_budget:g} s); --method keeps your own")
     return config.replace(method=choice["chosen"]), choice
