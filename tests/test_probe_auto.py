@@ -121,3 +121,18 @@ def test_above_the_small_data_line_a_default_run_is_the_usual_run(tiny_model, tm
     assert "auto" not in default and default["train"]["steps"] == usual["train"]["steps"] == 12
     assert default["eval"] == usual["eval"]
     assert "method: finetune" in (tmp_path / "default" / "config.yaml").read_text()
+
+
+def test_auto_compares_only_few_rows_per_class_under_the_small_data_line():
+    from types import SimpleNamespace
+
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.training import choose
+
+    two = SimpleNamespace(classes=["a", "b"], multi_label=False, num_labels=2)
+    for rows, method in ((2 * choose.FEW_PER_CLASS + 1, "finetune"), (400, "finetune"), (1000, "finetune")):
+        data = SimpleNamespace(train=[None] * rows, labels=SimpleNamespace(objective=two))
+        config, chosen = choose.decide(TrainConfig(method="auto"), data, None, None, None, None)
+        assert (config.method, chosen) == (method, None)                 # the usual run, nothing recorded
+    named = choose.decide(TrainConfig(method="probe"), None, None, None, None, None)
+    assert named[0].method == "probe" and named[1] is None
