@@ -2,7 +2,8 @@
 class on average (the few-shot regime the probe and the contrastive stage are for; the learning curves of the
 small-data guide have fine-tuning's small-data settings ahead of the `setfit` package at 64 rows per class on
 docstrings), the method is chosen on the user's own training rows, by cross-validation, among the candidates below;
-otherwise, and for regression, multi-label data or several processes, it is `finetune` and nothing else changes.
+otherwise, and for regression, multi-label data, several processes or --save-every (the loop's checkpoints), it is
+`finetune` and nothing else changes.
 
 Candidates, cheapest first (on a tie the cheaper is kept):
 - probe: a logistic-regression head on the frozen sentence embedding (contrastive.py without the pair stage),
@@ -55,7 +56,8 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
     if not small_data.applies(finetune, rows, target) or rows > FEW_PER_CLASS * max(1, target.num_labels):
         return finetune, None                   # the usual run: nothing to choose
     why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
-           else "a dry run (the cross-validation runs when training)" if config.dry_run else None)
+           else "a dry run (the cross-validation runs when training)" if config.dry_run
+           else "--save-every asks for the training loop's checkpoints" if config.save_every else None)
     labels = np.asarray(data.train_labels)
     counts = np.unique(labels, return_counts=True)[1] if why is None else None
     if why is None and (len(counts) < 2 or counts.min() < 2):
