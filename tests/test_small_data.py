@@ -84,7 +84,7 @@ def test_many_short_epochs_are_evaluated_evenly_not_every_epoch():
 def test_a_small_run_records_the_settings_and_off_keeps_the_usual_ones(tiny_model, tmp_path):
     data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=16, n_test=4)
     common = dict(task="mrpc", data_dir=str(data), model=tiny_model, lr=3e-3, quiet=True, report=False,
-                  baseline="none", mixed_precision="no", seed=0)
+                  baseline="none", mixed_precision="no", seed=0, method="finetune")   # the rule, not auto
     result = tuneloop.train(**common, output_dir=str(tmp_path / "auto"))
     saved = yaml.safe_load((tmp_path / "auto" / "config.yaml").read_text())
     assert (saved["small_data"], saved["epochs"], saved["warmup_ratio"], saved["lr"]) == ("on", 40, 0.1, 3e-3)

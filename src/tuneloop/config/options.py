@@ -38,7 +38,7 @@ RECIPES = ("none", *sorted(p.stem for p in PRESETS_DIR.glob("*.yaml")))
 BASELINES = ("tfidf", "none")                        # evaluation/baseline.py
 CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/rule.py
 SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
-METHODS, SETFIT_HEADS = ("finetune", "setfit"), ("logistic", "end-to-end")   # training/contrastive.py
+METHODS, SETFIT_HEADS = ("auto", "finetune", "setfit", "probe"), ("logistic", "end-to-end")   # training/choose.py
 SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
@@ -116,9 +116,16 @@ class TrainConfig(DataOptions):
     small_data: str = opt("auto", "settings for small training sets (more steps, warmup, a smaller learning rate; "
                           "see the small-data guide): auto applies them below the measured size where runs collapse "
                           "and config.yaml records on or off; on, off", "training", SMALL_DATA, small_data=True)
-    method: str = opt("finetune", "finetune (the training loop trains every weight) or setfit (few labelled rows per "
-                      "class: the body trained on pairs of rows, then a logistic-regression head)", "training", METHODS)
-    setfit_iterations: int = opt(20, "--method setfit: rounds of pairs (2 per row a round)", "training", metavar="N")
+    method: str = opt("auto", "finetune (the training loop trains every weight), setfit (few labelled rows per "
+                      "class: the body trained on pairs of rows, then a logistic-regression head) or probe (a "
+                      "logistic-regression head on the frozen embedding: seconds); auto: finetune, but under the "
+                      "small-data line with at most 64 rows per class (classes) the one of the three that scores best "
+                      "in cross-validation on the training rows, within --auto-budget; config.yaml records which", "training", METHODS)
+    auto_budget: float = opt(600.0, "--method auto: seconds the cross-validation may take (a candidate whose "
+                             "estimated time does not fit is skipped)", "training", metavar="S")
+    setfit_iterations: int = opt(20, "--method setfit: pairs of each kind (same class, other class) at most N × the "
+                                 "rows (single-label sets up to 2000 rows: every pair of rows, as the setfit "
+                                 "package; else N rounds of 2 pairs a row)", "training", metavar="N")
     setfit_epochs: int = opt(1, "--method setfit: passes over the pairs", "training", metavar="N")
     setfit_lr: float = opt(2e-5, "--method setfit: learning rate of the stage on pairs", "training", metavar="LR")
     setfit_batch_size: int = opt(16, "--method setfit: pairs per step", "training", metavar="N")
@@ -266,6 +273,7 @@ class TrainConfig(DataOptions):
             need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
         need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        need(self.auto_budget > 0, "auto_budget", f"must be > 0 seconds, got {self.auto_budget}")
         need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
         need(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
         need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",

@@ -175,6 +175,8 @@ class Objective:
         chosen = sorted({*(self.base.chosen or ()), *params})     # the trial's values are not small-data's to change
         config = self.base.replace(**params, chosen=chosen, output_dir=folder, resume=resume, overwrite=True,
                                    save_every=self.base.save_every or "epoch", keep_last=1)
+        if config.method == "auto":        # a search tunes the training loop: its trials fine-tune (training/choose.py)
+            config = config.replace(method="finetune")
         def report(state):
             if self.on_step is not None:
                 self.on_step(state)

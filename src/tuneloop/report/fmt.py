@@ -68,9 +68,14 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
     head = ("a logistic-regression head fitted on the embeddings (it is the model's classification layer)"
             if stage.get("head") == "logistic" else
             "a logistic-regression head, then the training loop over every weight (the rows below)")
+    embedding = ("embedding the head reads", {"mean": "mean of the last hidden states, normalised",
+                                              "head": "the model's own pooled output"}.get(stage.get("pooling"),
+                                                                                           fmt(stage.get("pooling"))))
+    if stage.get("method") == "probe":
+        return [("method", f"a linear probe: the encoder frozen, then {head}"), embedding]
     return [("method", f"SetFit: the encoder fine-tuned contrastively on pairs of training rows, then {head}"),
-            ("pairs", f"{fmt(stage.get('pairs'))} (2 per training row in each of {fmt(stage.get('iterations'))} "
-                      "rounds)"),
+            ("pairs", f"{fmt(stage.get('pairs'))} (at most {fmt(stage.get('iterations'))} × the training rows of "
+                      "each kind, same class and other class)"),
             ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
                                   f"{fmt(stage.get('batch_size'))} pairs a step)"),
             ("learning rate (contrastive stage)", fmt(stage.get("lr"))),

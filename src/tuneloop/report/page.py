@@ -141,6 +141,8 @@ def _facts(run: Run) -> list[tuple]:
             examples.append(f"{split} {fmt(metrics['num_samples'])}")
     if examples:
         facts.append(("examples", ", ".join(examples)))
+    if results.get("auto"):                       # --method auto: the choice and each candidate's score
+        facts.append(("method", _auto_text(results["auto"])))
     stage = results.get("setfit")                 # --method setfit: the contrastive stage ran before the loop
     if stage:
         facts.append(("contrastive stage", _stage_text(stage)))
@@ -180,6 +182,15 @@ def _timeline_text(timeline: dict) -> str:
     return " · ".join(parts) + " (up to this report; results.json has every phase)"
 
 
+def _auto_text(auto: dict) -> str:
+    """One line for results.json's "auto" section: the method chosen and each candidate's cross-validated score."""
+    scores = ", ".join(f"{m} {fmt_metric(c['accuracy'])}" if "accuracy" in c else f"{m} skipped ({c.get('skipped')})"
+                       for m, c in (auto.get("candidates") or {}).items())
+    how = (f"by {auto.get('folds')}-fold cross-validation on the training rows (accuracy: {scores}; "
+           f"{fmt_seconds(auto.get('seconds'))})" if scores else f"({auto.get('why')})")
+    return f"{auto.get('chosen')}, chosen by --method auto {how}"
+
+
 def _stage_text(stage: dict) -> str:
     """One line for results.json's "setfit" section: pairs, steps, the loss, the head, the seconds."""
     loss = (f", loss {fmt_metric(stage['loss_first'])} → {fmt_metric(stage['loss_last'])}"
@@ -188,6 +199,8 @@ def _stage_text(stage: dict) -> str:
             "then a logistic-regression head and the training loop over every weight")
     accuracy = (f" (training accuracy {fmt_metric(stage['head_train_accuracy'])})"
                 if isinstance(stage.get("head_train_accuracy"), float) else "")
+    if stage.get("method") == "probe":           # --method probe: no pairs, the frozen embedding
+        return f"none (the frozen embedding), {head[5:]}{accuracy}; {fmt_seconds(stage.get('seconds'))}"
     return (f"{fmt(stage.get('pairs'))} pairs in {fmt(stage.get('steps'))} steps{loss}, {head}{accuracy}; "
             f"{fmt_seconds(stage.get('seconds'))}")
 

@@ -73,6 +73,7 @@ def incompatible_changes(saved: dict, current: dict) -> list[str]:
     # `--small-data auto` not yet decided (it is, from the data, before the checkpoint loads and is checked again)
     undecided = SMALL_DATA_DECIDES if current.get("small_data") == "auto" else ()
     undecided += ("setfit_pooling",) if current.get("setfit_pooling") == "auto" else ()    # decided from the model
+    undecided += ("method",) if current.get("method") == "auto" else ()          # decided from the data (choose.py)
     return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)
             if k not in RESUMABLE_CHANGES and k not in undecided and before[k] != current.get(k)]
 

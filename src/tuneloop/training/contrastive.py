@@ -38,29 +38,39 @@ from ..runtime.machine import interactive
 log = logging.getLogger("tuneloop")
 
 ABSENT = 30.0            # |logit| for a class no training row has (or every row has, for multi-label)
+HEAD_FITTED = ("setfit", "probe")   # the methods whose head is a fitted logistic regression (probe: no pair stage)
 
 
 def check_setfit(config, data) -> None:
     """Refuse, before the run folder is written, what --method setfit cannot train."""
-    if config.method != "setfit":
+    if config.method not in HEAD_FITTED:
         return
     if not data.labels.objective.classes:
-        raise ConfigError("--method setfit needs class labels (single- or multi-label); this data has numeric "
-                          "labels (regression): use --method finetune")
+        raise ConfigError(f"--method {config.method} needs class labels (single- or multi-label); this data has "
+                          "numeric labels (regression): use --method finetune")
     labels = data.train_labels
     kinds = len(np.unique(labels, axis=0))
     if kinds < 2:
-        raise ConfigError("--method setfit needs training rows of at least two classes (label sets) to make pairs "
-                          f"of different classes; the {len(labels)} training rows have one")
+        raise ConfigError(f"--method {config.method} needs training rows of at least two classes (label sets) to "
+                          f"fit its head; the {len(labels)} training rows have one")
 
 
 # ------------------------------------------------------------------------------------------------ pairs
+UNIQUE_PAIRS_ROWS = 2000    # up to this many rows, single-label pairs are drawn from every pair of rows
+
+
 def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first rows, second rows, targets), shuffled: each round pairs every row with one random row of its class
-    (target 1.0) and one of another class (0.0). Multi-label (`labels` a 0/1 matrix): a row sharing a label
+    """(first rows, second rows, targets), shuffled. Single-label, up to UNIQUE_PAIRS_ROWS rows: as the setfit
+    package's default ("oversampling"), every pair of rows (a row with itself included) once, the same-class pairs
+    (target 1.0) and the other-class pairs (0.0) each taken in a shuffled cycle up to the larger count, so both kinds
+    are as many; at most `iterations` × rows of each kind (which the package does not cap: its pairs grow with the
+    square of the rows). Otherwise (more rows, or multi-label), `iterations` rounds, each pairing every row with one
+    random row of its class and one of another class; multi-label (`labels` a 0/1 matrix): a row sharing a label
     (rows without labels: another row without) and a row with another label set; both targets are the Jaccard
     similarity of the two sets."""
     rng = np.random.default_rng(seed)
+    if labels.ndim == 1 and len(labels) <= UNIQUE_PAIRS_ROWS:
+        return unique_pairs(labels, iterations, rng)
     multi = labels.ndim == 2
     sets = labels.astype(bool)
     keys = [tuple(row) for row in labels.astype(int)] if multi else labels.tolist()
@@ -95,6 +105,26 @@ def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarr
         targets = (labels[first] == labels[second]).astype(float)
     order = rng.permutation(len(first))
     return first[order], second[order], targets[order].astype(np.float32)
+
+
+def unique_pairs(labels: np.ndarray, iterations: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_pairs for single-label rows: every pair once, each kind cycled up to the larger count (capped)."""
+    a, b = np.triu_indices(len(labels))
+    order = rng.permutation(len(a))
+    a, b = a[order], b[order]
+    same = labels[a] == labels[b]
+    kinds = [(a[same], b[same]), (a[~same], b[~same])]
+    count = min(max(len(kinds[0][0]), len(kinds[1][0])), iterations * len(labels))
+    first, second, targets = [], [], []
+    for target, (x, y) in zip((1.0, 0.0), kinds):
+        if len(x):
+            take = np.arange(count) % len(x)
+            first.append(x[take])
+            second.append(y[take])
+            targets.append(np.full(count, target, dtype=np.float32))
+    first, second, targets = np.concatenate(first), np.concatenate(second), np.concatenate(targets)
+    order = rng.permutation(len(first))
+    return first[order], second[order], targets[order]
 
 
 # ------------------------------------------------------------------------------------------------ embeddings
@@ -154,7 +184,9 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
     labels = data.train_labels
     started = time.perf_counter()
-    body = train_body(model, head, embed, rows, labels, cfg, acc, stop)
+    body = (train_body(model, head, embed, rows, labels, cfg, acc, stop) if cfg.method == "setfit" else
+            {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size, "lr": 0.0,
+             "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
     fitted = fit_head(features, labels, run.objective, head.bias is not None, cfg.seed)
     with torch.no_grad():
@@ -168,12 +200,17 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
             broadcast(p.data, from_process=0)
     model.train()
     seconds = time.perf_counter() - started
-    summary = {**body, "head": cfg.setfit_head, "pooling": cfg.setfit_pooling, "head_fit_s": fitted["seconds"],
+    summary = {**body, "method": cfg.method, "head": "logistic" if cfg.method == "probe" else cfg.setfit_head,
+               "pooling": cfg.setfit_pooling, "head_fit_s": fitted["seconds"],
                "head_train_accuracy": fitted["train_accuracy"], "seconds": round(seconds, 3)}
-    log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
-             f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "
-             f"{fitted['train_accuracy']:.4f}) in {seconds:.1f} s" +
-             ("; the training loop now trains every weight from it" if cfg.setfit_head == "end-to-end" else ""))
+    if cfg.method == "probe":
+        log.info(f"probe: a logistic-regression head on the frozen embedding of {len(labels)} rows (training "
+                 f"accuracy {fitted['train_accuracy']:.4f}) in {seconds:.1f} s")
+    else:
+        log.info(f"SetFit: {body['pairs']} pairs in {body['steps']} steps (loss {body['loss_first']:.4f} → "
+                 f"{body['loss_last']:.4f}), then a logistic-regression head (training accuracy "
+                 f"{fitted['train_accuracy']:.4f}) in {seconds:.1f} s" +
+                 ("; the training loop now trains every weight from it" if cfg.setfit_head == "end-to-end" else ""))
     return summary
 
 

@@ -65,6 +65,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
             {"train_rows": len(run.data.split["train"]), "validation_rows": len(run.data.split["validation"])}
     if run.setfit is not None:
         out["setfit"] = run.setfit                # --method setfit: pairs, steps, seconds, the head's fit
+    if run.auto is not None:
+        out["auto"] = run.auto                    # --method auto: the choice, each candidate's score (choose.py)
     with run.timeline.phase("baseline"):
         out["baseline"] = baseline(run, out)     # evaluation/baseline.py: TF-IDF + logistic regression
     return out

@@ -32,8 +32,8 @@ from ..objective import Objective, objective_for
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
-from . import checkpoint, progress, run_folder, small_data, step_choice
-from .contrastive import check_setfit
+from . import checkpoint, choose, progress, run_folder, small_data, step_choice
+from .contrastive import HEAD_FITTED, check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
 from .timeline import Timeline
@@ -73,6 +73,7 @@ class Run:
     captured: bool = False              # the step recorded as CUDA graphs (step.CapturedStep) ...
     step_reason: str = ""               # ... and why it is or is not (step_choice.decide)
     timeline: Timeline = field(default_factory=Timeline)    # seconds per phase (timeline.py)
+    auto: dict | None = None            # --method auto: the choice and each candidate's score (choose.py)
 
     @property
     def metric_for_best(self) -> str:
@@ -187,7 +188,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
 def setup_pooling(config: TrainConfig, model) -> str:
     """--method setfit: the embedding its head reads (model/pooling.py), the pooler swapped for the mean when that
     is chosen; returns the choice, for config.yaml."""
-    if config.method != "setfit":
+    if config.method not in HEAD_FITTED:
         return config.setfit_pooling
     chosen, why = pooling.choose(config.setfit_pooling, config.model, model, config.lora)
     if chosen == "mean":
@@ -323,6 +324,10 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     timeline.mark("tokenizer")
     data = setup_data(config, tokenizer, accelerator)
     timeline.mark("data")
+    config, chosen = choose.decide(config, data, tokenizer, accelerator,        # --method auto: by cross-validation
+                                   lambda c: setup_model(c, data.labels, tokenizer, accelerator.device.type, levers)[0],
+                                   setup_objective(config, data, accelerator.device))
+    timeline.mark("method choice")
     config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
@@ -352,5 +357,6 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
               time.perf_counter() - timeline.started, setup_dynamics(data, plan, accelerator, resumed_from),
               captured=captured, step_reason=step_reason, timeline=timeline)
     timeline.mark("optimizer, loaders, state")
+    run.auto = chosen
     describe(run)
     return run

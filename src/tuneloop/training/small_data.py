@@ -14,7 +14,8 @@ left at its default or at the --recipe's value (one you set, by flag, keyword or
 
 Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample over 5 seeds, bench_small_data.py at
 8 to 256 rows per class, the 10-epoch floor before and after): see the small-data guide. Regression is left alone
-(it cannot collapse to a class); so is --method setfit, whose own stage is built for few rows.
+(it cannot collapse to a class); so are --method setfit and probe, built for few rows (training/choose.py picks among
+them and fine-tuning under --method auto).
 """
 
 from __future__ import annotations
@@ -45,12 +46,13 @@ def left_to_tuneloop(config: TrainConfig, name: str) -> bool:
 
 
 def applies(config: TrainConfig, train_rows: int, objective: Objective) -> bool:
-    if config.small_data == "off" or config.method != "finetune" or not objective.classes:   # not for regression
+    if config.small_data == "off" or config.method not in ("finetune", "auto") or not objective.classes:  # regression
         return False
     return config.small_data == "on" or train_rows < SMALL_ROWS
 
 
-def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1) -> TrainConfig:
+def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1,
+          quiet: bool = False) -> TrainConfig:
     """The run's config with the small-data settings decided: `small_data` becomes on or off, and on small data the
     options left to tuneloop change as the module says (each change said in the log). A resumed run keeps what its
     config.yaml recorded."""
@@ -77,6 +79,7 @@ def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_proces
         changes["eval_every"] = None                 # a recipe's 4/epoch would evaluate every few steps
         said.append("evaluation once per epoch")
     why = f"{train_rows} training rows" + (f" (fewer than {SMALL_ROWS})" if config.small_data == "auto" else "")
-    log.info(f"small data, {why}: " + (", ".join(said) if said else "your settings already fit it") +
-             "; --small-data off keeps the usual settings")
+    if not quiet:                      # choose.py's folds decide it again, silently
+        log.info(f"small data, {why}: " + (", ".join(said) if said else "your settings already fit it") +
+                 "; --small-data off keeps the usual settings")
     return config.replace(**changes)

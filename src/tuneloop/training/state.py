@@ -105,7 +105,7 @@ class Plan:
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
         steps = optimizer_steps_per_epoch(batches_per_epoch, config.gradient_accumulation_steps)
         total = config.max_steps or config.epochs * steps
-        if config.method == "setfit" and config.setfit_head == "logistic":
+        if config.method == "probe" or (config.method == "setfit" and config.setfit_head == "logistic"):
             total = 0                   # the head is fitted before the loop (contrastive.py): no loop steps
         interval = None
         if config.eval_every is not None:

@@ -25,7 +25,7 @@ def blockers(config, device_type: str, num_processes: int, precision: str, has_t
         found.append(f"--compile {config.compile}")
     if config.skip_nonfinite_batches:
         found.append("--skip-nonfinite-batches (a host sync per step)")
-    if config.method != "finetune":
+    if config.method not in ("finetune", "auto"):        # auto: fine-tuning unless choose.py chose another
         found.append(f"--method {config.method}")
     if has_targets:
         found.append("row weights or soft targets in the data")

@@ -1,0 +1,217 @@
+"""--method auto (the default): under the small-data line (small_data.py), with at most FEW_PER_CLASS training rows per
+class on average (the few-shot regime the probe and the contrastive stage are for; the learning curves of the
+small-data guide have fine-tuning's small-data settings ahead of the `setfit` package at 64 rows per class on
+docstrings), the method is chosen on the user's own training rows, by cross-validation, among the candidates below;
+otherwise, and for regression, multi-label data, several processes or --save-every (the loop's checkpoints), it is
+`finetune` and nothing else changes.
+
+Candidates, cheapest first (on a tie the cheaper is kept):
+- probe: a logistic-regression head on the frozen sentence embedding (contrastive.py without the pair stage),
+- setfit: the contrastive stage on pairs of rows, then that head (contrastive.py),
+- finetune: the training loop over every weight, with the small-data settings (small_data.py).
+
+Each is scored by its accuracy on held-out folds of the training rows (stratified, FOLDS folds, seeded by --seed),
+each fold trained from the pretrained model as the run would train it (no rows of the validation or test sets are
+read). The choice keeps to --auto-budget seconds: the probe always runs (and times forward and backward over one
+training batch on this machine); a further candidate runs only if its estimated time (its steps × rows a step × the
+measured seconds a training row) still fits — the contrastive stage only if fine-tuning's still fits after it — and
+stops if, after a fold, the folds left would not fit at the pace measured; either is recorded as skipped.
+Fine-tuning, the usual run, is kept unless a candidate beat it
+on the same folds: when its own cross-validation does not fit, the run fine-tunes. The choice,
+every candidate's fold scores, mean, seconds (or estimate) are recorded in results.json ("auto") and said in the
+log; config.yaml records the method that ran, so a resumed run keeps it."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from ..data.batch import MODEL_INPUTS, TARGETS
+from ..data.batching import make_collator
+from ..model.optim import build_optimizer, build_scheduler
+from . import contrastive, small_data
+from .step import AccelerateStep
+
+log = logging.getLogger("tuneloop")
+
+CANDIDATES = ("probe", "setfit", "finetune")
+FOLDS = 3
+FEW_PER_CLASS = 64      # rows per class (on average) up to which the candidates are compared: the few-shot regime
+BACKWARD = 3.0          # a training row costs about this many rows of an embedding pass (forward + backward)
+
+
+def decide(config, data, tokenizer, accelerator, build_model: Callable, objective) -> tuple:
+    """(the config with `method` decided, results.json's "auto" section or None when there was nothing to
+    choose). `build_model(config)` loads a fresh model for a candidate's fold, as the run would; `objective` is the
+    run's (its training loss)."""
+    if config.method != "auto":
+        return config, None                     # the user's own method is kept
+    finetune = config.replace(method="finetune")
+    rows, target = len(data.train), data.labels.objective
+    if not small_data.applies(finetune, rows, target) or rows > FEW_PER_CLASS * max(1, target.num_labels):
+        return finetune, None                   # the usual run: nothing to choose
+    why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
+           else "a dry run (the cross-validation runs when training)" if config.dry_run
+           else "--save-every asks for the training loop's checkpoints" if config.save_every else None)
+    labels = np.asarray(data.train_labels)
+    counts = np.unique(labels, return_counts=True)[1] if why is None else None
+    if why is None and (len(counts) < 2 or counts.min() < 2):
+        why = "fewer than 2 training rows in some class"
+    if why is not None:
+        log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
+        return finetune, {"chosen": "finetune", "why": why}
+    choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
+    log.info(f"method auto: {choice['chosen']} by {choice['folds']}-fold cross-validation on the {rows} training "
+             "rows (accuracy " + ", ".join(f"{m} {c['accuracy']:.4f}" if "accuracy" in c else
+                                           f"{m} skipped, {c.get('estimated_s', c.get('seconds'))} s estimated"
+                                           for m, c in choice["candidates"].items()) +
+             f"; {choice['seconds']:.0f} s of --auto-budget {config.auto_budget:g} s); --method keeps your own")
+    return config.replace(method=choice["chosen"]), choice
+
+
+def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import StratifiedKFold
+
+    k = int(min(FOLDS, np.unique(labels, return_counts=True)[1].min()))
+    return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(labels)), labels))
+
+
+def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:
+    started, folds = time.perf_counter(), folds_of(labels, config.seed)
+    inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
+    candidates, speed = {}, {}
+    for method in CANDIDATES:
+        # fine-tuning's estimate is kept for it while the contrastive stage runs: it is the one a skip falls back to
+        reserved = (estimated_seconds("finetune", config, data, folds, speed["row"]) if method == "setfit" and speed
+                    else 0.0)
+        estimate = estimated_seconds(method, config, data, folds, speed["row"]) if speed else None
+        if estimate is not None and time.perf_counter() - started + estimate + reserved > config.auto_budget:
+            candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
+            continue
+        t0 = time.perf_counter()
+        accuracies = []
+        for i, (train, held) in enumerate(folds):
+            accuracies.append(fold_accuracy(method, config, data, tokenizer, accelerator, build_model, objective,
+                                            inputs, labels, train, held, speed))
+            each = (time.perf_counter() - t0) / (i + 1)
+            left = len(folds) - i - 1
+            over = time.perf_counter() - started + left * each + reserved > config.auto_budget
+            if method != "probe" and left and over:
+                break                  # measured, not estimated: the folds left would not fit (the probe's are free)
+        candidates[method] = {"seconds": round(time.perf_counter() - t0, 1)}
+        if len(accuracies) < len(folds):
+            candidates[method]["skipped"] = f"over --auto-budget after {len(accuracies)} of {len(folds)} folds"
+        else:
+            candidates[method].update(accuracy=round(float(np.mean(accuracies)), 5),
+                                      folds=[round(a, 5) for a in accuracies])
+        if estimate is not None:
+            candidates[method]["estimated_s"] = round(estimate, 1)
+    scored = [m for m in CANDIDATES if "accuracy" in candidates[m]]
+    chosen = (max(scored, key=lambda m: (candidates[m]["accuracy"], -CANDIDATES.index(m))) if "finetune" in scored
+              else "finetune")         # the usual run stays unless a candidate beat it on the same folds
+    return {"chosen": chosen, "folds": len(folds), "metric": "accuracy", "budget_s": config.auto_budget,
+            "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
+
+
+def fold_accuracy(method, config, data, tokenizer, accelerator, build_model, objective, inputs, labels, train, held,
+                  speed: dict) -> float:
+    """One candidate's accuracy on one fold's held-out rows, trained on the fold's other rows. The probe's
+    embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took."""
+    from accelerate.utils import set_seed
+
+    set_seed(config.seed)
+    if method == "finetune":
+        return finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held)
+    features = speed.get("probe") if method == "probe" else None
+    if features is None:
+        features, per_row = fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
+                                          train)
+        speed.setdefault("row", per_row)
+        if method == "probe":
+            speed["probe"] = features
+    return head_accuracy(features, labels, train, held, config.seed)
+
+
+def estimated_seconds(method: str, config, data, folds, per_row: float) -> float:
+    """A candidate's cross-validation time from its steps and the seconds a training row took here (an embedding
+    row counted as a third of one: no backward)."""
+    train = folds[0][0]
+    if method == "setfit":
+        labels = np.asarray(data.train_labels)[train]
+        pairs = len(contrastive.make_pairs(labels, config.setfit_iterations, config.seed)[0]) * config.setfit_epochs
+        return len(folds) * (2 * pairs + len(data.train) / BACKWARD) * per_row
+    fit = small_data.adapt(config.replace(method="finetune"), len(train), data.labels.objective, quiet=True)
+    steps = fit.max_steps or fit.epochs * math.ceil(len(train) / fit.batch_size)
+    return len(folds) * (steps * min(fit.batch_size, len(train)) + len(folds[0][1]) / BACKWARD) * per_row
+
+
+def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
+                  train) -> tuple[np.ndarray, float]:
+    """(every training row's embedding after the candidate's body training on the fold's rows — none for the
+    probe —, the seconds a training row takes here: forward and backward over one batch, timed once warm)."""
+    cfg = config.replace(method=method)
+    model = build_model(cfg).to(accelerator.device)
+    head = contrastive.head_linear(model, model.config.num_labels)
+    embed = contrastive.Embedder(model, head, tokenizer, cfg, accelerator.device,
+                                 model.config.get_text_config().pad_token_id)
+    if method == "setfit":
+        contrastive.train_body(model, head, embed, inputs.select(train), labels[train], cfg.replace(quiet=True),
+                               accelerator, lambda: 0)
+    features = contrastive.embeddings(model, embed, inputs, cfg.eval_batch_size)
+    return features, seconds_a_training_row(model, embed, inputs, cfg.batch_size)
+
+
+def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
+    """Forward and backward over one training batch, the second of two (the first builds the kernels)."""
+    rows = contrastive.rows_of(inputs, range(min(len(inputs), batch_size)))
+    model.train()
+    for _ in range(2):
+        t0 = time.perf_counter()
+        embed(rows)[0].sum().backward()
+    model.zero_grad(set_to_none=True)
+    model.eval()
+    return (time.perf_counter() - t0) / len(rows)
+
+
+def head_accuracy(features, labels, train, held, seed: int) -> float:
+    from sklearn.linear_model import LogisticRegression
+
+    fitted = LogisticRegression(max_iter=1000, random_state=seed).fit(features[train], labels[train])
+    return float(np.mean(fitted.predict(features[held]) == labels[held]))
+
+
+def finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held) -> float:
+    """Fine-tuning on the fold's rows with the small-data settings, as the run would; accuracy on the held rows."""
+    cfg = small_data.adapt(config.replace(method="finetune"), len(train), data.labels.objective, quiet=True)
+    model = build_model(cfg).to(accelerator.device)
+    collate = make_collator(tokenizer, cfg.pad_to_max_length, cfg.max_length)
+    columns = [c for c in (*MODEL_INPUTS, *TARGETS) if c in data.train.column_names]
+    rows = data.train.select_columns(columns).select(train)
+    per_epoch = math.ceil(len(rows) / cfg.batch_size)
+    total = cfg.max_steps or cfg.epochs * per_epoch
+    optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, accelerator.device.type)
+    scheduler = build_scheduler(optimizer, cfg.lr_scheduler, total, cfg.warmup_steps, cfg.warmup_ratio)
+    step = AccelerateStep(accelerator, model, optimizer, objective, cfg.max_grad_norm)
+    rng, done = np.random.default_rng(cfg.seed), 0
+    model.train()
+    while done < total:
+        order = rng.permutation(len(rows))
+        for s in range(0, len(rows), cfg.batch_size):
+            step(collate(contrastive.rows_of(rows, order[s:s + cfg.batch_size])).to(accelerator.device))
+            scheduler.step()
+            done += 1
+            if done >= total:
+                break
+    model.eval()
+    held_rows, predicted = data.train.select_columns(columns).select(held), []
+    with torch.no_grad():
+        for s in range(0, len(held_rows), cfg.eval_batch_size):
+            batch = collate(contrastive.rows_of(held_rows, range(s, min(s + cfg.eval_batch_size, len(held_rows)))))
+            predicted.append(model(**batch.to(accelerator.device).inputs).logits.argmax(-1).cpu().numpy())
+    labels = np.asarray(data.train_labels)[held]
+    return float(np.mean(np.concatenate(predicted) == labels))

@@ -1,0 +1,138 @@
+"""--method probe (a logistic-regression head on the frozen embedding, training/contrastive.py) and --method auto
+(training/choose.py: under the small-data line, the method chosen by cross-validation on the training rows)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from conftest import fast_options, sentence
+
+import tuneloop
+
+WORDS = {"good": ["great", "lovely", "superb"], "bad": ["awful", "dull", "poor"]}
+
+
+def opinion_rows(n: int, seed: int) -> tuple[list[str], list[str]]:
+    """A toy sentiment task: filler words with one opinion word in them."""
+    rng = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = ("good", "bad")[i % 2]
+        words = sentence(rng).split()
+        words.insert(rng.randint(0, len(words)), rng.choice(WORDS[label]))
+        texts.append(" ".join(words))
+        labels.append(label)
+    return texts, labels
+
+
+def frame(rows):
+    import pandas as pd
+
+    return pd.DataFrame({"text": rows[0], "label": rows[1]})
+
+
+def write(path, rows) -> str:
+    frame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+def test_the_probe_is_a_head_on_the_frozen_body_and_an_ordinary_model_folder(tiny_model, tmp_path):
+    from transformers import AutoModelForSequenceClassification
+
+    from tuneloop.cli.main import main
+
+    train, dev = opinion_rows(40, 0), opinion_rows(30, 1)
+    out = tmp_path / "run"
+    result = tuneloop.train(**fast_options(tiny_model, method="probe"), train_file=write(tmp_path / "train.csv", train),
+                            validation_file=write(tmp_path / "dev.csv", dev), output_dir=str(out))   # the gate reads it
+    stage = result["setfit"]
+    assert stage["method"] == "probe" and stage["pairs"] == 0 and stage["head"] == "logistic"
+    assert result["train"]["steps"] == 0 and stage["seconds"] < 30
+    assert json.loads((out / "results.json").read_text())["setfit"]["method"] == "probe"
+    assert "method: probe" in (out / "config.yaml").read_text()
+
+    before = AutoModelForSequenceClassification.from_pretrained(tiny_model).state_dict()
+    after = AutoModelForSequenceClassification.from_pretrained(out / "model").state_dict()
+    body = [k for k in before if k.startswith("bert.encoder.") or k.startswith("bert.embeddings.")]
+    assert body and all(torch.equal(before[k], after[k]) for k in body)           # the body was not trained
+
+    clf = tuneloop.load(out)
+    predicted = clf.predict(dev[0][:6])
+    assert [p["label"] for p in predicted] == [clf.labels[i] for i in clf.predict_proba(dev[0][:6]).argmax(1)]
+    target = tmp_path / "onnx"
+    assert main(["export", str(out), "--output", str(target), "--quiet"]) == 0
+    report = json.loads((target / "export_report.json").read_text())
+    assert report["gate"]["verdict"] == "pass"
+
+
+AUTO = {"small_data": "auto", "epochs": 1}        # fast_options turns the small-data rule off; auto needs it
+
+
+def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(tiny_model, tmp_path, capfd):
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    runs = []
+    for name in ("a", "b"):
+        runs.append(tuneloop.train(**fast_options(tiny_model, **AUTO, quiet=name == "b"), train=train,
+                                   validation=dev, output_dir=str(tmp_path / name)))
+    first, second = (r["auto"] for r in runs)
+    assert first["chosen"] in ("probe", "setfit", "finetune") and first["folds"] == 3
+    scored = {m: c["accuracy"] for m, c in first["candidates"].items() if "accuracy" in c}
+    assert "probe" in scored and first["chosen"] == max(scored, key=lambda m: (scored[m], -list(scored).index(m)))
+    assert all(len(c["folds"]) == 3 for c in first["candidates"].values() if "accuracy" in c)
+    drop = lambda a: {m: {k: v for k, v in c.items() if k not in ("seconds", "estimated_s")}     # noqa: E731
+                      for m, c in a["candidates"].items()}
+    assert drop(first) == drop(second) and first["chosen"] == second["chosen"]          # seeded
+    saved = json.loads((tmp_path / "a" / "results.json").read_text())
+    assert saved["auto"]["chosen"] == first["chosen"]
+    assert f"method: {first['chosen']}" in (tmp_path / "a" / "config.yaml").read_text()
+    assert f"method auto: {first['chosen']} by 3-fold cross-validation" in capfd.readouterr().err
+    from tuneloop.report.page import write_report
+
+    page = write_report(tmp_path / "a").read_text()
+    assert f"{first['chosen']}, chosen by --method auto by 3-fold cross-validation" in page
+    assert f"probe {first['candidates']['probe']['accuracy']:.4f}" in page
+
+
+def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_path):
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    tight = tuneloop.train(**fast_options(tiny_model, **AUTO, auto_budget=1e-3), train=train, validation=dev,
+                           output_dir=str(tmp_path / "tight"))
+    assert {m for m, c in tight["auto"]["candidates"].items() if "skipped" in c} == {"setfit", "finetune"}
+    assert "accuracy" in tight["auto"]["candidates"]["probe"]        # the probe always runs
+    assert tight["auto"]["chosen"] == "finetune" and tight["train"]["steps"] > 0   # not compared: the usual run
+    named = tuneloop.train(**fast_options(tiny_model, **AUTO, method="finetune"), train=train, validation=dev,
+                           output_dir=str(tmp_path / "named"))
+    assert "auto" not in named and named["train"]["steps"] > 0
+    assert "method: finetune" in (tmp_path / "named" / "config.yaml").read_text()
+
+
+def test_above_the_small_data_line_a_default_run_is_the_usual_run(tiny_model, tmp_path):
+    from tuneloop.training.small_data import SMALL_ROWS
+
+    train, dev = frame(opinion_rows(SMALL_ROWS, 4)), frame(opinion_rows(40, 5))
+    options = fast_options(tiny_model, small_data="auto", max_steps=12)
+    default = tuneloop.train(**options, train=train, validation=dev, output_dir=str(tmp_path / "default"))
+    usual = tuneloop.train(**options, method="finetune", train=train, validation=dev,
+                           output_dir=str(tmp_path / "usual"))
+    assert "auto" not in default and default["train"]["steps"] == usual["train"]["steps"] == 12
+    assert default["eval"] == usual["eval"]
+    assert "method: finetune" in (tmp_path / "default" / "config.yaml").read_text()
+
+
+def test_auto_compares_only_few_rows_per_class_under_the_small_data_line():
+    from types import SimpleNamespace
+
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.training import choose
+
+    two = SimpleNamespace(classes=["a", "b"], multi_label=False, num_labels=2)
+    for rows, method in ((2 * choose.FEW_PER_CLASS + 1, "finetune"), (400, "finetune"), (1000, "finetune")):
+        data = SimpleNamespace(train=[None] * rows, labels=SimpleNamespace(objective=two))
+        config, chosen = choose.decide(TrainConfig(method="auto"), data, None, None, None, None)
+        assert (config.method, chosen) == (method, None)                 # the usual run, nothing recorded
+    named = choose.decide(TrainConfig(method="probe"), None, None, None, None, None)
+    assert named[0].method == "probe" and named[1] is None
