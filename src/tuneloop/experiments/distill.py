@@ -59,7 +59,7 @@ def check_options(cfg: TrainConfig) -> None:
         raise ConfigError("--unlabeled-file: give the texts the teacher labels (or a soft-label file as --teacher)")
     if file_teacher and cfg.unlabeled_file:
         raise ConfigError("--unlabeled-file: a soft-label file as --teacher brings its own texts; leave it out")
-    if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method != "finetune" or cfg.data_dir or cfg.task:
+    if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method not in ("finetune", "auto") or cfg.data_dir or cfg.task:
         raise ConfigError("tuneloop distill trains one student on your files: leave out --seeds, --num-seeds, "
                           "--folds, --method setfit, --task and --data-dir")
 
@@ -90,7 +90,8 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     student_config = config.replace(
         train_file=table["train_file"], text_columns=table["text_columns"], label_column=table["label_column"],
         problem_type=table["problem_type"], label_separator=None, soft_targets=table["soft_targets"],
-        model=student, overwrite=True, validation_file=config.validation_file)
+        model=student, overwrite=True, validation_file=config.validation_file,
+        method="finetune")                  # the student trains in the loop on the teacher's targets (not auto)
     results = run_training(student_config, on_step)
     if config.dry_run:
         return results
@@ -204,7 +205,7 @@ def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:
         return json.loads(done.read_text(encoding="utf-8"))
     options = {name: TrainConfig.__dataclass_fields__[name].default for name in DISTILL_OPTIONS}
     return run_training(cfg.replace(**options, model=student, output_dir=str(folder), overwrite=True, resume=None,
-                                    soft_targets=None))
+                                    soft_targets=None, method="finetune"))    # like for like with the student
 
 
 def _report(out: Path) -> None:
