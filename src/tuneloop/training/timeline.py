@@ -12,6 +12,12 @@ from contextlib import contextmanager
 def since_process_start() -> float | None:
     """Seconds since this process started (Python's start-up and imports before a run, for `tuneloop train`);
     None where the process's start time cannot be read."""
+    try:                   # Linux: both clocks count from boot (psutil's wall-clock start rounds boot to 1 s)
+        with open("/proc/self/stat", encoding="ascii") as stat, open("/proc/uptime", encoding="ascii") as uptime:
+            ticks = float(stat.read().rsplit(")", 1)[1].split()[19])
+            return max(float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
     try:
         import psutil      # Accelerate's dependency
 
