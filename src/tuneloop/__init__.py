@@ -6,10 +6,14 @@
         clf.predict(["a text", "another text"])
 """
 
-from .api import distill, load, notebook_train, train
-from .config.options import TrainConfig
-from .exceptions import ConfigError, DataError, Interrupted, TuneloopError
-from .version import __version__
+import time as _time
+
+_IMPORTED_AT = _time.perf_counter()    # when tuneloop's import began: training/timeline.py's start-up
+
+from .api import distill, load, notebook_train, train  # noqa: E402
+from .config.options import TrainConfig  # noqa: E402
+from .exceptions import ConfigError, DataError, Interrupted, TuneloopError  # noqa: E402
+from .version import __version__  # noqa: E402
 
 __all__ = ["Classifier", "ConfigError", "DataError", "Interrupted", "TrainConfig", "TuneloopError", "__version__",
            "distill", "load", "notebook_train", "train"]

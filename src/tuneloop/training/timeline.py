@@ -4,26 +4,17 @@ the training steps; a phase that ran several times adds up."""
 
 from __future__ import annotations
 
-import os
+import sys
 import time
 from contextlib import contextmanager
 
 
-def since_process_start() -> float | None:
-    """Seconds since this process started (Python's start-up and imports before a run, for `tuneloop train`);
-    None where the process's start time cannot be read."""
-    try:                   # Linux: both clocks count from boot (psutil's wall-clock start rounds boot to 1 s)
-        with open("/proc/self/stat", encoding="ascii") as stat, open("/proc/uptime", encoding="ascii") as uptime:
-            ticks = float(stat.read().rsplit(")", 1)[1].split()[19])
-            return max(float(uptime.read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError, AttributeError):
-        pass
-    try:
-        import psutil      # Accelerate's dependency
-
-        return max(time.time() - psutil.Process(os.getpid()).create_time(), 0.0)
-    except Exception:  # noqa: BLE001 - a missing figure, never a failed run
-        return None
+def since_import() -> float | None:
+    """Seconds since tuneloop's import began (for `tuneloop train`: the imports, the command line and the
+    options before the run; in a notebook, everything since the import). Not the process's start: a command that a
+    shell runs last under `bash -c "a && b && tuneloop train"` is that shell's process, started before a and b."""
+    started = getattr(sys.modules.get("tuneloop"), "_IMPORTED_AT", None)
+    return None if started is None else max(time.perf_counter() - started, 0.0)
 
 
 class Timeline:
@@ -31,7 +22,7 @@ class Timeline:
     `phase(name)`: the time inside the block goes to `name` (phases do not nest)."""
 
     def __init__(self):
-        self.before_run_s = since_process_start()
+        self.before_run_s = since_import()
         self.started = self.last = time.perf_counter()
         self.inside = 0.0                 # seconds of phases since the last mark
         self.phases: dict[str, float] = {}
