@@ -136,3 +136,20 @@ def test_auto_compares_only_few_rows_per_class_under_the_small_data_line():
         assert (config.method, chosen) == (method, None)                 # the usual run, nothing recorded
     named = choose.decide(TrainConfig(method="probe"), None, None, None, None, None)
     assert named[0].method == "probe" and named[1] is None
+
+
+@pytest.mark.parametrize("chosen", ["probe", "setfit"])
+def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, monkeypatch, chosen):
+    """A head-fitted method chosen by auto runs its stage (the loop once read the undecided `auto` and trained no
+    step: an untrained head, near chance): the run equals the same method named."""
+    from tuneloop.training import choose
+
+    monkeypatch.setattr(choose, "cross_validate", lambda *a, **k: {
+        "chosen": chosen, "folds": 3, "seconds": 0.0, "candidates": {chosen: {"accuracy": 1.0, "folds": [1, 1, 1]}}})
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    options = fast_options(tiny_model, **{**AUTO, "setfit_iterations": 2})
+    by_auto = tuneloop.train(**options, train=train, validation=dev, output_dir=str(tmp_path / "auto"))
+    named = tuneloop.train(**{**options, "method": chosen}, train=train, validation=dev,
+                           output_dir=str(tmp_path / "named"))
+    assert by_auto["auto"]["chosen"] == chosen and by_auto.get("setfit") is not None    # the stage ran
+    assert by_auto["eval"] == pytest.approx(named["eval"], abs=1e-6)
