@@ -34,9 +34,10 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
     cfg = for_this_machine(config, lambda: body_parameters(config.model))   # on a GPU: precision by size
     with run_scope(cfg) as levers, StopSignals() as signals:
         r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
+        cfg = r.config                   # as setup decided it (--method auto, the small-data settings): read only this
         if cfg.dry_run:
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
-        if r.config.method in contrastive.HEAD_FITTED and r.state.step == 0:   # contrastive.py (auto decided in setup)
+        if cfg.method in contrastive.HEAD_FITTED and r.state.step == 0:   # contrastive.py: body on pairs (setfit), head
             r.setfit = contrastive.train_body_and_head(r, lambda: signals.received(r.accelerator))  # ends on Ctrl-C
         acc, model, scheduler, plan, state = r.accelerator, r.model, r.scheduler, r.plan, r.state
         step = (make_step or default_step)(r)      # step.py: the Accelerate step unless a caller plugs in another
