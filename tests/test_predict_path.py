@@ -128,6 +128,48 @@ def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(mode
     assert row["prob_equivalent"] == pytest.approx(float(expected[0, 1]), abs=1e-5)
 
 
+def test_the_onnx_route_is_written_only_when_chosen_and_auto_runs_it_without_the_model_code(model_dir, tmp_path,
+                                                                                          monkeypatch):
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    shutil.rmtree(routes.onnx_file(folder).parent, ignore_errors=True)
+    items = [("the cat sat", "a alpha cat sat"), ("dog red", "beta dog"), ("red green blue bird", "the alpha")]
+    with tuneloop.load(folder) as fp32:
+        expected = fp32.predict_proba(items)
+        with pytest.raises(tuneloop.TuneloopError, match="no int8 ONNX copy"):
+            fp32.with_route(routes.ONNX)
+    # the ONNX copy as the only candidate, and no speed asked of it: the gate keeps it where decisions agree
+    monkeypatch.setattr(routes, "CANDIDATES", {"cpu": (routes.ONNX,)})
+    monkeypatch.setattr(routes, "MIN_GAIN", 0.0)
+    record = gate_folder(folder)
+    check = record["checks"][routes.ONNX]
+    assert check["rows"] == 200 and check["max_logit_difference"] < 0.5
+    assert record["route"] == (routes.ONNX if check["verdict"] == "pass" else "fp32")
+    assert routes.onnx_file(folder).is_file() == (record["route"] == routes.ONNX)
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []      # no staging folder left
+    routes.write_record(folder, "cpu", {**record, "route": routes.ONNX})
+    if not routes.onnx_file(folder).is_file():       # not kept: nothing to take, auto stays exact
+        with tuneloop.load(folder, precision="auto") as auto:
+            assert auto.precision == "fp32"
+        pytest.fail(f"the ONNX copy of the tiny model did not pass the gate: {check}")
+    with tuneloop.load(folder, precision="auto") as auto:
+        assert auto.precision == routes.ONNX and auto.backend == "onnx"
+        assert np.abs(auto.predict_proba(items) - expected).max() < 0.05
+    # auto in a fresh process: the transformers model code is never imported
+    script = (f"import sys, tuneloop\nwith tuneloop.load({str(folder)!r}, precision='auto') as c:\n"
+              f"    c.predict([('the cat', 'a dog')])\n    print(c.precision)\n"
+              "print(sorted(m for m in sys.modules if m.startswith('transformers.models.') and '.modeling_' in m "
+              "and '.auto.' not in m))")                 # a model family's code (bert's: two seconds to import)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [routes.ONNX, "[]"]
+    # gated again without the ONNX route chosen: the earlier copy goes with it
+    monkeypatch.setattr(routes, "CANDIDATES", {"cpu": ()})
+    assert gate_folder(folder)["route"] == "fp32" and not routes.onnx_file(folder).parent.exists()
+    with tuneloop.load(folder, precision="auto") as auto:
+        assert auto.precision == "fp32"
+
+
 def test_predicting_imports_no_data_libraries(model_dir, tmp_path):
     """datasets, pandas, scikit-learn, matplotlib: none is needed to predict from Python or a file (accelerate is:
     transformers imports it to load a model)."""

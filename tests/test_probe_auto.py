@@ -12,6 +12,7 @@ import torch
 from conftest import fast_options, sentence
 
 import tuneloop
+from tuneloop.training import choose
 
 WORDS = {"good": ["great", "lovely", "superb"], "bad": ["awful", "dull", "poor"]}
 
@@ -80,8 +81,14 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
                                    validation=dev, output_dir=str(tmp_path / name)))
     first, second = (r["auto"] for r in runs)
     assert first["chosen"] in ("probe", "setfit", "finetune") and first["folds"] == 3
-    scored = {m: c["accuracy"] for m, c in first["candidates"].items() if "accuracy" in c}
-    assert "probe" in scored and first["chosen"] == max(scored, key=lambda m: (scored[m], -list(scored).index(m)))
+    scored = {m: c for m, c in first["candidates"].items() if "accuracy" in c}
+    assert "probe" in scored
+    if "setfit" in scored:        # the stage unless a candidate won significantly more of the same held-out rows
+        tests = {m: c["against_setfit"] for m, c in scored.items() if m != "setfit"}
+        better = [m for m, t in tests.items() if t["p"] < choose.ALPHA]
+        assert first["chosen"] == (min(better, key=lambda m: tests[m]["p"]) if better else "setfit")
+        for m, t in tests.items():     # wins - losses: the difference in rows right (24 rows, each held out once)
+            assert t["wins"] - t["losses"] == round((scored[m]["accuracy"] - scored["setfit"]["accuracy"]) * 24)
     assert all(len(c["folds"]) == 3 for c in first["candidates"].values() if "accuracy" in c)
     drop = lambda a: {m: {k: v for k, v in c.items() if k not in ("seconds", "estimated_s")}     # noqa: E731
                       for m, c in a["candidates"].items()}
@@ -89,11 +96,11 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
     saved = json.loads((tmp_path / "a" / "results.json").read_text())
     assert saved["auto"]["chosen"] == first["chosen"]
     assert f"method: {first['chosen']}" in (tmp_path / "a" / "config.yaml").read_text()
-    assert f"method auto: {first['chosen']} by 3-fold cross-validation" in capfd.readouterr().err
+    assert f"method auto: {first['chosen']}, " in capfd.readouterr().err
     from tuneloop.report.page import write_report
 
     page = write_report(tmp_path / "a").read_text()
-    assert f"{first['chosen']}, chosen by --method auto by 3-fold cross-validation" in page
+    assert f"chosen by --method auto: {first['chosen']}, " in page and "3-fold cross-validation accuracy" in page
     assert f"probe {first['candidates']['probe']['accuracy']:.4f}" in page
 
 
@@ -103,7 +110,7 @@ def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_pat
                            output_dir=str(tmp_path / "tight"))
     assert {m for m, c in tight["auto"]["candidates"].items() if "skipped" in c} == {"setfit", "finetune"}
     assert "accuracy" in tight["auto"]["candidates"]["probe"]        # the probe always runs
-    assert tight["auto"]["chosen"] == "finetune" and tight["train"]["steps"] > 0   # not compared: the usual run
+    assert tight["auto"]["chosen"] == "setfit" and tight.get("setfit") is not None  # not compared: the default
     named = tuneloop.train(**fast_options(tiny_model, **AUTO, method="finetune"), train=train, validation=dev,
                            output_dir=str(tmp_path / "named"))
     assert "auto" not in named and named["train"]["steps"] > 0
@@ -136,6 +143,29 @@ def test_auto_compares_only_few_rows_per_class_under_the_small_data_line():
         assert (config.method, chosen) == (method, None)                 # the usual run, nothing recorded
     named = choose.decide(TrainConfig(method="probe"), None, None, None, None, None)
     assert named[0].method == "probe" and named[1] is None
+
+
+@pytest.mark.parametrize("probe_right, finetune_right, chosen", [
+    (20, 12, "setfit"),     # the probe wins 4 rows more than the stage's 16 of 32: chance, p 0.06
+    (21, 12, "probe"),      # 5 more, none lost: p 0.03
+    (22, 32, "finetune"),   # both beyond chance: the smaller p
+])
+def test_auto_replaces_the_stage_only_beyond_chance(monkeypatch, probe_right, finetune_right, chosen):
+    from types import SimpleNamespace
+
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.training import choose
+
+    labels = np.repeat([0, 1], 16)
+    right = {"setfit": np.arange(32) < 16, "probe": np.arange(32) < probe_right,
+             "finetune": np.arange(32) < finetune_right}
+    monkeypatch.setattr(choose, "fold_correct", lambda method, *a: right[method][a[-2]])
+    table = SimpleNamespace(column_names=["input_ids"], select_columns=lambda columns: None)
+    data = SimpleNamespace(train=table)
+    out = choose.cross_validate(TrainConfig(auto_budget=600), data, None, None, None, None, labels)
+    assert out["chosen"] == chosen and out["default"] == "setfit"
+    assert out["candidates"]["probe"]["against_setfit"]["wins"] == probe_right - 16
+    assert out["candidates"]["probe"]["against_setfit"]["losses"] == 0
 
 
 @pytest.mark.parametrize("chosen", ["probe", "setfit"])

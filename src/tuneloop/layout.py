@@ -39,6 +39,7 @@ MODEL_CONFIG_FILE = "config.json"       # a transformers model folder
 ADAPTER_CONFIG_FILE = "adapter_config.json"       # peft's, in a --lora model folder
 METADATA_FILE = "tuneloop.json"         # beside a saved model: text columns, labels, text policy, decision rule
 ONNX_FILE = "model.onnx"                # an exported folder
+ONNX_ROUTE_DIR = "onnx-int8"            # in a model folder: its int8 ONNX copy, kept when the precision gate chose it
 EXPORT_REPORT_FILE = "export_report.json"
 
 RUN_OUTPUTS = (RUN_MARKER, CONFIG_FILE, METRICS_FILE, RESULTS_FILE, MODEL_DIR, BEST_DIR, CHECKPOINTS_DIR,

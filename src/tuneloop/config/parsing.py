@@ -5,6 +5,7 @@ two options whose values are small languages: --optimize-threshold-for and --eva
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import typing
 from typing import Any
@@ -41,9 +42,16 @@ def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> d
     return out
 
 
+@functools.cache
+def type_hints(cls) -> dict:
+    """The class's resolved annotations, once per class (resolving them costs about a millisecond a field, over half
+    a second for the parser of every command if done per field)."""
+    return typing.get_type_hints(cls)
+
+
 def field_type(cls, f: dataclasses.Field):
     """The field's type, Optional[...] unwrapped."""
-    hint = typing.get_type_hints(cls)[f.name] if f.name in cls.__dataclass_fields__ else f.type
+    hint = type_hints(cls)[f.name] if f.name in cls.__dataclass_fields__ else f.type
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if typing.get_origin(hint) is typing.Union and len(args) == 1:
         hint = args[0]

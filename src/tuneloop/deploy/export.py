@@ -22,7 +22,7 @@ from .. import extras
 from ..atomic import atomic_folder
 from ..exceptions import TuneloopError
 from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE
-from ..model.onnx_model import export_onnx, is_onnx_folder, quantize_int8
+from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier, model_folder
 from ..predict.evaluate import evaluation
 from ..predict.routes import DEFAULT_DROP, compare
@@ -71,13 +71,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
                                 "(the model folder of a tuneloop run has)")
         with atomic_folder(target) as tmp:
             started = time.perf_counter()
-            fp32 = tmp / "model.fp32.onnx"
-            export_onnx(model, tokenizer, fp32)
-            if quantize == "int8":
-                quantize_int8(fp32, tmp / ONNX_FILE)
-                fp32.unlink()
-            else:
-                fp32.rename(tmp / ONNX_FILE)
+            export_file(model, tokenizer, tmp / ONNX_FILE, quantize)
             tokenizer.save_pretrained(tmp)
             model.config.save_pretrained(tmp)
             info = {"format": "onnx", "quantize": quantize or "none", "source": str(folder.resolve()),

@@ -77,6 +77,21 @@ def export_onnx(model, tokenizer, target: str | os.PathLike) -> list[str]:
     return names
 
 
+def export_file(model, tokenizer, target: str | os.PathLike, quantize: str | None = None) -> None:
+    """`target` (an .onnx file) from a transformers classification model, fp32 or, with quantize="int8", its
+    weights quantized (`quantize_int8`)."""
+    target = Path(target)
+    if quantize != "int8":
+        export_onnx(model, tokenizer, target)
+        return
+    fp32 = target.with_suffix(".fp32.onnx")
+    try:
+        export_onnx(model, tokenizer, fp32)
+        quantize_int8(fp32, target)
+    finally:
+        fp32.unlink(missing_ok=True)
+
+
 def quantize_int8(source: str | os.PathLike, target: str | os.PathLike) -> None:
     """Dynamic int8 quantization of the weights of MatMul/Gemm (activations quantized at run time), after ONNX
     Runtime's recommended pre-processing (shape inference and graph optimisation). Weights get a scale per output

@@ -41,17 +41,18 @@ def text_policy(meta: dict, tokenizer) -> TextPolicy:
     return TextPolicy.from_dict(meta.get("text_policy"), default)
 
 
-def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = None):
-    """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder."""
+def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = None, onnx: Path | None = None):
+    """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder or for
+    the folder's int8 ONNX copy `onnx` (the gated route: the transformers model code is then never imported)."""
     from transformers import AutoConfig
 
     try:
-        if is_onnx_folder(path):
+        if onnx is not None or is_onnx_folder(path):
             from .. import extras
             from ..model.onnx_model import OnnxModel
 
             extras.require("export")
-            return OnnxModel(path, threads), AutoConfig.from_pretrained(path)
+            return OnnxModel(onnx or path, threads), AutoConfig.from_pretrained(path)
         if is_adapter_folder(path):                 # LoRA: onto its base model, merged
             base = resolve_model(meta.get("base_model") or _adapter_base(path))
             model = load_adapter_model(path, base)
@@ -94,7 +95,8 @@ def _adapter_base(path: str) -> str:
 
 class Classifier(contextlib.AbstractContextManager):
     """A trained classifier (or regressor) ready to use; see the module's docstring. `precision` says how it
-    computes: fp32 (exact), a gated or forced route (int8, bf16, fp16: predict/routes.py), or onnx."""
+    computes: fp32 (exact), a gated or forced route (int8, bf16, fp16, the folder's int8 ONNX copy onnx-int8:
+    predict/routes.py), or onnx (an exported folder)."""
 
     def __init__(self, model, tokenizer, metadata: dict, labels: LabelSchema, *, path: str | None = None,
                  backend: str = "pytorch", accelerator=None):
@@ -112,8 +114,8 @@ class Classifier(contextlib.AbstractContextManager):
              threads: int | None = None) -> "Classifier":
         """Load a saved model once. `precision` (PyTorch): "fp32", the default, is the model exactly as trained;
         "auto" is the route the model folder records as gated for this kind of device (predict/routes.py: int8
-        Linear layers or bf16 weights on a CPU, bf16/fp16 weights on a GPU, kept only where decisions agreed with
-        fp32's on the validation rows and it was faster), fp32 where none is recorded; "int8", "bf16", "fp16" force
+        Linear layers, bf16 weights or the folder's int8 ONNX copy on a CPU, bf16/fp16 weights on a GPU, kept only
+        where decisions agreed with fp32's on the validation rows and it was faster), fp32 where none is recorded; "int8", "bf16", "fp16" force
         a route without the gate. `threads`: CPU threads for an ONNX Runtime session."""
         import torch
 
@@ -127,21 +129,26 @@ class Classifier(contextlib.AbstractContextManager):
         model_dir = str(model_folder(path))              # a run folder reads as its model/
         resolved = resolve_model(model_dir)
         meta = read_metadata(resolved)
+        device = "cuda" if not machine.use_cpu(cpu) and torch.cuda.is_available() else "cpu"
+        onnx = (routes.onnx_file(resolved).parent if precision == "auto" and not is_onnx_folder(resolved)
+                and routes.recorded_route(meta, device, resolved) == routes.ONNX else None)
         with library_output(quiet=True, data=False):     # no load reports or weight bars; given back after
             tokenizer = load_tokenizer(model_dir)
-            model, config = _load_model(resolved, model_dir, meta, threads)
+            model, config = _load_model(resolved, model_dir, meta, threads, onnx)
         if getattr(config, "pad_token_id", None) is None:     # a decoder folder as it ships: EOS pads
             config.pad_token_id = tokenizer.pad_token_id
         labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(config)
-        backend = "onnx" if is_onnx_folder(resolved) else "pytorch"
+        backend = "onnx" if onnx is not None or is_onnx_folder(resolved) else "pytorch"
         if backend == "pytorch":
             model.eval()
-            if not machine.use_cpu(cpu) and torch.cuda.is_available():
+            if device == "cuda":
                 model.to("cuda")
         clf = cls(model, tokenizer, meta, labels, path=model_dir, backend=backend)
-        if backend == "pytorch" and precision != "fp32":
+        if onnx is not None:
+            clf.precision = routes.ONNX
+        elif backend == "pytorch" and precision != "fp32":
             device = clf.device.type
-            route = routes.recorded_route(meta, device) if precision == "auto" else precision
+            route = routes.recorded_route(meta, device, resolved) if precision == "auto" else precision
             if not routes.supported(route, device):
                 raise TuneloopError(f"--precision {precision}: not computed natively on this {device} (see "
                                     "`tuneloop env`); use --precision auto or fp32")
@@ -155,6 +162,16 @@ class Classifier(contextlib.AbstractContextManager):
 
         if route == "fp32" or self.backend != "pytorch":
             return self
+        if route == routes.ONNX:
+            from ..model.onnx_model import OnnxModel
+
+            if self.path is None or not routes.onnx_file(self.path).is_file():
+                raise TuneloopError(f"the {routes.ONNX} route: {self.path} holds no int8 ONNX copy (the precision "
+                                    "gate writes one where it chose it)")
+            other = type(self)(OnnxModel(routes.onnx_file(self.path).parent), self.tokenizer, self.metadata,
+                               self.label_schema, path=self.path, backend="onnx")
+            other.precision = route
+            return other
         other = type(self)(routes.applied(self.model, route), self.tokenizer, self.metadata, self.label_schema,
                            path=self.path, backend=self.backend)
         other.precision = route

@@ -1,6 +1,9 @@
 """Precision routes: faster ways to compute a PyTorch model than fp32 — int8 dynamic quantization of its Linear
-layers (CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it) or its weights cast to bf16 (CPUs with bf16 units,
-GPUs) or fp16 (GPUs) — and the one accuracy gate that decides whether one may be used.
+layers (CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it), its weights cast to bf16 (CPUs with bf16 units,
+GPUs) or fp16 (GPUs), or an int8 ONNX copy run by ONNX Runtime (CPUs, where the `export` extra is installed: the
+graph's ops fused, and a process that takes it never imports the transformers model code) — and the one accuracy
+gate that decides whether one may be used. The ONNX copy is a file: the gate writes it into the model folder
+(layout.ONNX_ROUTE_DIR) only when it chose it, and removes an earlier one it did not choose again.
 
 The gate (`compare`) runs a candidate and the exact fp32 model over the same labelled rows and records the main
 metric of each, the drop in points, the share of rows whose decision (label under the saved rule, abstaining
@@ -19,19 +22,22 @@ import copy
 import datetime as dt
 import json
 import logging
+import shutil
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
 
 from ..atomic import atomic_write_text
-from ..layout import METADATA_FILE
+from ..layout import METADATA_FILE, ONNX_FILE, ONNX_ROUTE_DIR
 from ..tasks import signed_score
 
 log = logging.getLogger("tuneloop")
 
-ROUTES = ("fp32", "int8", "bf16", "fp16")
-CANDIDATES = {"cpu": ("int8", "bf16"), "cuda": ("bf16", "fp16")}
+ONNX = "onnx-int8"           # the int8 ONNX copy (model folder's ONNX_ROUTE_DIR), run by ONNX Runtime on a CPU
+ROUTES = ("fp32", "int8", "bf16", "fp16", ONNX)
+CANDIDATES = {"cpu": ("int8", "bf16", ONNX), "cuda": ("bf16", "fp16")}
 DEFAULT_DROP = 0.5           # points of the main metric
 MIN_AGREEMENT = 0.99         # share of validation rows whose decision a route must keep
 MIN_GAIN = 1.1               # a route is kept only when its rows/s is at least this multiple of fp32's
@@ -49,6 +55,10 @@ def supported(route: str, device_type: str) -> bool:
 
     if route == "fp32":
         return True
+    if route == ONNX:
+        from .. import extras
+
+        return device_type == "cpu" and not extras.missing("export")
     if device_type == "cpu":
         if route == "int8":
             return any(e in torch.backends.quantized.supported_engines for e in ("x86", "fbgemm", "qnnpack"))
@@ -72,7 +82,24 @@ def applied(model, route: str):
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     if route in ("bf16", "fp16"):
         return copy.deepcopy(model).to(torch.bfloat16 if route == "bf16" else torch.float16)
-    raise ValueError(f"precision route: one of {', '.join(ROUTES)}, got {route!r}")
+    raise ValueError(f"precision route: one of {', '.join(r for r in ROUTES if r != ONNX)} (the {ONNX} route is a "
+                     f"file of the model folder: Classifier.with_route), got {route!r}")
+
+
+def onnx_file(folder) -> Path:
+    """Where a model folder keeps its int8 ONNX copy."""
+    return Path(folder) / ONNX_ROUTE_DIR / ONNX_FILE
+
+
+def staged_onnx(clf, stage: Path):
+    """`clf` (PyTorch, fp32) as an int8 ONNX copy written into `stage`, run by ONNX Runtime: a Classifier."""
+    from ..model.onnx_model import OnnxModel, export_file
+
+    export_file(clf.model, clf.tokenizer, stage / ONNX_FILE, "int8")
+    other = type(clf)(OnnxModel(stage), clf.tokenizer, clf.metadata, clf.label_schema, path=clf.path,
+                      backend="onnx")
+    other.precision = ONNX
+    return other
 
 
 def decisions(logits: np.ndarray, objective, rule) -> np.ndarray | None:
@@ -144,16 +171,34 @@ def gate(clf, batch_size: int = 64) -> dict:
     device = clf.device.type
     rows, names, main = gate_rows(clf)
     reference, fp32_speed = _measure(clf, rows, names, batch_size)
-    checks = {}
-    for route in CANDIDATES.get(device, ()):
-        if not supported(route, device):
-            continue
-        result, speed = _measure(clf.with_route(route), rows, names, batch_size)
-        checks[route] = {**compare(reference, result, main, clf.objective, clf.rule, min_agreement=MIN_AGREEMENT),
-                         "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
-    passing = [r for r, c in checks.items() if c["verdict"] == "pass" and c["speedup"] >= MIN_GAIN]
+    checks, stage = {}, None
+    try:
+        for route in CANDIDATES.get(device, ()):
+            if not supported(route, device):
+                continue
+            if route == ONNX:
+                stage = Path(clf.path) / f".{ONNX_ROUTE_DIR}-{uuid.uuid4().hex[:8]}"
+                stage.mkdir()                # (not mkdtemp: the folder kept gets the user's usual permissions)
+                candidate = staged_onnx(clf, stage)
+            else:
+                candidate = clf.with_route(route)
+            result, speed = _measure(candidate, rows, names, batch_size)
+            checks[route] = {**compare(reference, result, main, clf.objective, clf.rule,
+                                       min_agreement=MIN_AGREEMENT),
+                             "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
+        passing = [r for r, c in checks.items() if c["verdict"] == "pass" and c["speedup"] >= MIN_GAIN]
+        chosen = max(passing, key=lambda r: checks[r]["speedup"]) if passing else "fp32"
+        kept = onnx_file(clf.path).parent
+        if kept.exists():                    # an earlier gate's copy: replaced, or gone when not chosen again
+            shutil.rmtree(kept)
+        if chosen == ONNX:
+            stage.rename(kept)
+            stage = None
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
-    return {"route": max(passing, key=lambda r: checks[r]["speedup"]) if passing else "fp32",
+    return {"route": chosen,
             "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
             "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
             "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
@@ -169,9 +214,12 @@ def write_record(folder, device: str, record: dict) -> None:
     atomic_write_text(path, json.dumps(meta, indent=2))
 
 
-def recorded_route(metadata: dict, device_type: str) -> str:
-    """The route `auto` takes on this kind of device: the gated one when recorded and computed natively here."""
+def recorded_route(metadata: dict, device_type: str, folder=None) -> str:
+    """The route `auto` takes on this kind of device: the gated one when recorded and computed natively here (the
+    ONNX route: when `folder` also holds its copy)."""
     route = ((metadata.get(RECORD) or {}).get(device_type) or {}).get("route", "fp32")
+    if route == ONNX and (folder is None or not onnx_file(folder).is_file()):
+        return "fp32"
     return route if route in ROUTES and supported(route, device_type) else "fp32"
 
 

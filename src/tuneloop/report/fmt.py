@@ -111,3 +111,25 @@ def _figure_html(plot) -> str:
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{_esc(plot.title)}">'
             f"<figcaption><strong>{_esc(plot.title)}.</strong> {_esc(plot.caption)} "
             f"(<code>{_esc(PLOTS_DIR + '/' + plot.name + '.png')}</code>)</figcaption></figure>")
+
+
+def auto_text(choice: dict) -> str:
+    """One line: the method, why, and each candidate's cross-validated accuracy with its test against the default
+    (the log's and the report's words; training/choose.py makes the choice)."""
+    default = choice.get("default", "setfit")
+
+    def one(m, c):
+        if "accuracy" not in c:
+            return f"{m} skipped ({c.get('skipped')})"
+        test = c.get("against_" + default)
+        vs = f" ({test['wins']} rows won, {test['losses']} lost against {default}: p {test['p']:.3f})" if test else ""
+        return f"{m} {c['accuracy']:.4f}{vs}"
+
+    chosen, candidates = choice["chosen"], choice.get("candidates") or {}
+    if not candidates:
+        return f"{chosen} ({choice.get('why')})"
+    why = ("the few-shot default: no candidate was better beyond chance" if chosen == default and default in candidates
+           and "accuracy" in candidates[default] else "the few-shot default: not compared within the budget"
+           if chosen == default else f"right on more held-out rows than {default} beyond chance")
+    return (f"{chosen}, {why}; {choice['folds']}-fold cross-validation accuracy: "
+            + ", ".join(one(m, c) for m, c in candidates.items()))

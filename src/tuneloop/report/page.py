@@ -15,7 +15,7 @@ from ..atomic import atomic_write_bytes
 from ..layout import PLOTS_DIR, REPORT_FILE
 from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
-from .fmt import _esc, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
+from .fmt import _esc, auto_text, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, Run, read_run
 from .sections import decision_section, distillation_section, failures_section, label_issues_section
@@ -183,12 +183,9 @@ def _timeline_text(timeline: dict) -> str:
 
 
 def _auto_text(auto: dict) -> str:
-    """One line for results.json's "auto" section: the method chosen and each candidate's cross-validated score."""
-    scores = ", ".join(f"{m} {fmt_metric(c['accuracy'])}" if "accuracy" in c else f"{m} skipped ({c.get('skipped')})"
-                       for m, c in (auto.get("candidates") or {}).items())
-    how = (f"by {auto.get('folds')}-fold cross-validation on the training rows (accuracy: {scores}; "
-           f"{fmt_seconds(auto.get('seconds'))})" if scores else f"({auto.get('why')})")
-    return f"{auto.get('chosen')}, chosen by --method auto {how}"
+    """One line for results.json's "auto" section: the method chosen, why, and each candidate's cross-validated
+    score (training/choose.describe, the log's words)."""
+    return f"chosen by --method auto: {auto_text(auto)}"
 
 
 def _stage_text(stage: dict) -> str:
