@@ -266,7 +266,7 @@ def main() -> None:
     if args.student_epochs:
         STUDENT["epochs"] = args.student_epochs
     if args.retime:
-        retime(Path(args.retime), work)
+        retime(Path(args.retime), Path(args.out))
         return
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]

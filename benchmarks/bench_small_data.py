@@ -4,9 +4,10 @@ rows).
 
 Methods (--methods, comma-separated):
   tuneloop          tuneloop's usual settings (`small_data="off"`)
-  tuneloop-small    tuneloop's defaults as they ship: `method="auto"` (under the small-data line the probe, the
-                    contrastive stage or fine-tuning with the small-data settings, chosen by cross-validation on the
-                    training rows: training/choose.py; each run records the choice) and `small_data="auto"`
+  tuneloop-small    tuneloop's defaults as they ship: `method="auto"` (under the small-data line the contrastive
+                    stage, unless the probe or fine-tuning with the small-data settings is right on more held-out
+                    rows of a cross-validation on the training rows beyond chance: training/choose.py; each run
+                    records the choice and the tests) and `small_data="auto"`
   tuneloop-probe    `method="probe"`: a logistic-regression head on the frozen sentence embedding
   tuneloop-setfit   tuneloop's contrastive stage (`method="setfit"`, its defaults: on the embedded MiniLM, a
                     sentence-transformer, the head reads mean pooling, `setfit_pooling="mean"`)
@@ -241,8 +242,11 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in data["eval"]])]
     row = {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
     if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
+        candidates = result["auto"].get("candidates", {})
         row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),
-                       "cv": {m: c.get("accuracy", "skipped") for m, c in result["auto"].get("candidates", {}).items()}}
+                       "cv": {m: c.get("accuracy", "skipped") for m, c in candidates.items()},
+                       "p_against_setfit": {m: c["against_setfit"]["p"] for m, c in candidates.items()
+                                            if "against_setfit" in c}}
     return row
 
 

@@ -4,6 +4,7 @@ an ordinary model folder at the end; the distillation loss; students with fewer 
 from __future__ import annotations
 
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -215,3 +216,16 @@ def test_bad_input_is_one_line(tiny_model, files, tmp_path, capsys):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length():
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.experiments import distill as d
+
+    plain = TrainConfig(batch_size=32, epochs=3)                      # 1,120 texts: 35 steps an epoch
+    assert d.student_epochs(plain, 1120, 1) == math.ceil(d.STUDENT_MIN_STEPS / 35) == 15
+    assert d.student_epochs(plain, 1120, 2) == math.ceil(d.STUDENT_MIN_STEPS / 18)   # each process a share
+    assert d.student_epochs(plain, 40, 1) == d.STUDENT_MAX_EPOCHS                     # 2 steps an epoch: capped
+    assert d.student_epochs(plain, 100_000, 1) == 3                                   # already past the floor
+    assert d.student_epochs(plain.replace(chosen=["epochs"]), 1120, 1) == 3           # yours is kept
+    assert d.student_epochs(plain.replace(max_steps=40), 1120, 1) == 3

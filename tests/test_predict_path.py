@@ -87,6 +87,17 @@ def test_the_gate_passes_and_fails_on_the_metric_and_on_decision_agreement():
         == "warn"
 
 
+def test_the_route_kept_is_the_fastest_passing_one_or_the_onnx_copy_close_to_it():
+    def checks(**speedups):
+        return {r: {"verdict": "fail" if s < 0 else "pass", "speedup": abs(s)} for r, s in speedups.items()}
+
+    assert routes.choose(checks(int8=2.0, bf16=2.5)) == "bf16"
+    assert routes.choose(checks(int8=1.05, bf16=-3.0)) == "fp32"          # too slow, or failing: exact
+    assert routes.choose(checks(int8=3.0, **{routes.ONNX: 2.8})) == routes.ONNX      # starts 2 s sooner
+    assert routes.choose(checks(int8=3.0, **{routes.ONNX: 2.6})) == "int8"           # under 0.9x
+    assert routes.choose(checks(int8=3.0, **{routes.ONNX: -4.0})) == "int8"
+
+
 def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(model_dir, tmp_path, monkeypatch,
                                                                             capsys):
     meta = json.loads((model_dir / "tuneloop.json").read_text())
@@ -108,8 +119,7 @@ def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(mode
     for route, check in record["checks"].items():
         assert routes.supported(route, "cpu") and check["rows"] == 200
         assert {"decision_agreement", "max_probability_difference", "drop_points", "speedup"} <= set(check)
-    kept = [r for r, c in record["checks"].items() if c["verdict"] == "pass" and c["speedup"] >= routes.MIN_GAIN]
-    assert record["route"] == (max(kept, key=lambda r: record["checks"][r]["speedup"]) if kept else "fp32")
+    assert record["route"] == routes.choose(record["checks"])
     with tuneloop.load(folder, precision="auto") as auto:
         assert auto.precision == record["route"]
     # a recorded route is taken where it is computed natively, fp32 elsewhere; fp32 stays exact
