@@ -115,8 +115,8 @@ class Classifier(contextlib.AbstractContextManager):
         """Load a saved model once. `precision` (PyTorch): "fp32", the default, is the model exactly as trained;
         "auto" is the route the model folder records as gated for this kind of device (predict/routes.py: int8
         Linear layers, bf16 weights or the folder's int8 ONNX copy on a CPU, bf16/fp16 weights on a GPU, kept only
-        where decisions agreed with fp32's on the validation rows and it was faster), fp32 where none is recorded; "int8", "bf16", "fp16" force
-        a route without the gate. `threads`: CPU threads for an ONNX Runtime session."""
+        where decisions agreed with fp32's on the validation rows and it was faster), fp32 where none is recorded;
+        "int8", "bf16", "fp16" force a route without the gate. `threads`: CPU threads for an ONNX Runtime session."""
         import torch
 
         from ..runtime import machine
