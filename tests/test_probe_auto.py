@@ -171,13 +171,14 @@ def test_auto_replaces_the_stage_only_beyond_chance(monkeypatch, probe_right, fi
 @pytest.mark.parametrize("chosen", ["probe", "setfit"])
 def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, monkeypatch, chosen):
     """A head-fitted method chosen by auto runs its stage (the loop once read the undecided `auto` and trained no
-    step: an untrained head, near chance): the run equals the same method named."""
+    step: an untrained head, near chance), and the cross-validation leaves the random streams as they were: the run
+    equals the same method named."""
     from tuneloop.training import choose
 
-    monkeypatch.setattr(choose, "cross_validate", lambda *a, **k: {
-        "chosen": chosen, "folds": 3, "seconds": 0.0, "candidates": {chosen: {"accuracy": 1.0, "folds": [1, 1, 1]}}})
+    real = choose.cross_validate         # run (it draws from the random streams), then choose `chosen`
+    monkeypatch.setattr(choose, "cross_validate", lambda *a, **k: {**real(*a, **k), "chosen": chosen})
     train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
-    options = fast_options(tiny_model, **{**AUTO, "setfit_iterations": 2})
+    options = fast_options(tiny_model, **{**AUTO, "setfit_iterations": 2, "dropout": 0.1})   # draws from torch
     by_auto = tuneloop.train(**options, train=train, validation=dev, output_dir=str(tmp_path / "auto"))
     named = tuneloop.train(**{**options, "method": chosen}, train=train, validation=dev,
                            output_dir=str(tmp_path / "named"))

@@ -37,6 +37,7 @@ from ..data.batch import MODEL_INPUTS, TARGETS
 from ..data.batching import make_collator
 from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
+from ..runtime.process import random_states
 from . import contrastive, small_data
 from .step import AccelerateStep
 
@@ -70,7 +71,8 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
     if why is not None:
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
         return finetune, {"chosen": "finetune", "why": why}
-    choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
+    with random_states():       # the run after the choice draws what the chosen method named would have drawn
+        choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
     log.info(f"method auto: {auto_text(choice)}; on the {rows} training rows, {choice['seconds']:.0f} s of "
              f"--auto-budget {config.auto_budget:g} s; --method keeps your own")
     return config.replace(method=choice["chosen"]), choice
