@@ -108,7 +108,8 @@ def command(impl: str, model_dir: str, seed: int, args, report: str, run_dir: st
     extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"],
              "tuneloop_cg": ["--compile", "reduce-overhead"], "tuneloop_captured": ["--captured-step", "on"]}
     return [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
-            model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--output-dir", run_dir, "--quiet",
+            model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--method", "finetune",  # the loop,
+            "--output-dir", run_dir, "--quiet",                                # as the chapter's, at any size
             "--no-report", "--calibrate", "none", *common, *extra[impl], *shlex.split(args.tuneloop_args)]
 
 
