@@ -130,8 +130,9 @@ class Classifier(contextlib.AbstractContextManager):
         resolved = resolve_model(model_dir)
         meta = read_metadata(resolved)
         device = "cuda" if not machine.use_cpu(cpu) and torch.cuda.is_available() else "cpu"
-        onnx = (routes.onnx_file(resolved).parent if precision == "auto" and not is_onnx_folder(resolved)
-                and routes.recorded_route(meta, device, resolved) == routes.ONNX else None)
+        route = routes.recorded_route(meta, device, resolved) if precision == "auto" else precision
+        onnx = (routes.onnx_file(resolved).parent if route == routes.ONNX and not is_onnx_folder(resolved)
+                else None)                       # the gated ONNX copy: loaded instead of the PyTorch model
         with library_output(quiet=True, data=False):     # no load reports or weight bars; given back after
             tokenizer = load_tokenizer(model_dir)
             model, config = _load_model(resolved, model_dir, meta, threads, onnx)
@@ -146,9 +147,7 @@ class Classifier(contextlib.AbstractContextManager):
         clf = cls(model, tokenizer, meta, labels, path=model_dir, backend=backend)
         if onnx is not None:
             clf.precision = routes.ONNX
-        elif backend == "pytorch" and precision != "fp32":
-            device = clf.device.type
-            route = routes.recorded_route(meta, device, resolved) if precision == "auto" else precision
+        elif backend == "pytorch" and route != "fp32":
             if not routes.supported(route, device):
                 raise TuneloopError(f"--precision {precision}: not computed natively on this {device} (see "
                                     "`tuneloop env`); use --precision auto or fp32")
@@ -163,18 +162,23 @@ class Classifier(contextlib.AbstractContextManager):
         if route == "fp32" or self.backend != "pytorch":
             return self
         if route == routes.ONNX:
-            from ..model.onnx_model import OnnxModel
-
             if self.path is None or not routes.onnx_file(self.path).is_file():
                 raise TuneloopError(f"the {routes.ONNX} route: {self.path} holds no int8 ONNX copy (the precision "
                                     "gate writes one where it chose it)")
-            other = type(self)(OnnxModel(routes.onnx_file(self.path).parent), self.tokenizer, self.metadata,
-                               self.label_schema, path=self.path, backend="onnx")
-            other.precision = route
-            return other
+            return self.on_onnx(routes.onnx_file(self.path).parent)
         other = type(self)(routes.applied(self.model, route), self.tokenizer, self.metadata, self.label_schema,
                            path=self.path, backend=self.backend)
         other.precision = route
+        return other
+
+    def on_onnx(self, folder) -> "Classifier":
+        """This model as the int8 ONNX copy in `folder` (model.onnx), run by ONNX Runtime: the onnx-int8 route."""
+        from ..model.onnx_model import OnnxModel
+        from . import routes
+
+        other = type(self)(OnnxModel(folder), self.tokenizer, self.metadata, self.label_schema, path=self.path,
+                           backend="onnx")
+        other.precision = routes.ONNX
         return other
 
     def close(self) -> None:

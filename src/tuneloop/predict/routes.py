@@ -94,13 +94,10 @@ def onnx_file(folder) -> Path:
 
 def staged_onnx(clf, stage: Path):
     """`clf` (PyTorch, fp32) as an int8 ONNX copy written into `stage`, run by ONNX Runtime: a Classifier."""
-    from ..model.onnx_model import OnnxModel, export_file
+    from ..model.onnx_model import export_file
 
     export_file(clf.model, clf.tokenizer, stage / ONNX_FILE, "int8")
-    other = type(clf)(OnnxModel(stage), clf.tokenizer, clf.metadata, clf.label_schema, path=clf.path,
-                      backend="onnx")
-    other.precision = ONNX
-    return other
+    return clf.on_onnx(stage)
 
 
 def decisions(logits: np.ndarray, objective, rule) -> np.ndarray | None:

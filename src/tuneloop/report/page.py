@@ -184,7 +184,7 @@ def _timeline_text(timeline: dict) -> str:
 
 def _auto_text(auto: dict) -> str:
     """One line for results.json's "auto" section: the method chosen, why, and each candidate's cross-validated
-    score (training/choose.describe, the log's words)."""
+    score (fmt.auto_text, the log's words too)."""
     return f"chosen by --method auto: {auto_text(auto)}"
 
 

@@ -112,14 +112,13 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
                                       folds=[round(a, 5) for a in accuracies])
         if estimate is not None:
             candidates[method]["estimated_s"] = round(estimate, 1)
-    chosen = DEFAULT
+    chosen, vs = DEFAULT, "against_" + DEFAULT
     if DEFAULT in right:
-        for method in right:
-            if method != DEFAULT:
-                candidates[method]["against_" + DEFAULT] = sign_test(right[method], right[DEFAULT])
-        better = [m for m in right if m != DEFAULT and candidates[m]["against_" + DEFAULT]["p"] < ALPHA]
+        for method in right.keys() - {DEFAULT}:
+            candidates[method][vs] = sign_test(right[method], right[DEFAULT])
+        better = [m for m in right if m != DEFAULT and candidates[m][vs]["p"] < ALPHA]
         if better:
-            chosen = min(better, key=lambda m: (candidates[m]["against_" + DEFAULT]["p"], -candidates[m]["accuracy"]))
+            chosen = min(better, key=lambda m: (candidates[m][vs]["p"], -candidates[m]["accuracy"]))
     return {"chosen": chosen, "default": DEFAULT, "folds": len(folds), "metric": "accuracy",
             "budget_s": config.auto_budget,
             "rule": f"{DEFAULT} unless a candidate is right on more held-out rows, sign test p < {ALPHA}",
@@ -138,8 +137,8 @@ def sign_test(challenger: np.ndarray, incumbent: np.ndarray) -> dict:
 
 def fold_correct(method, config, data, tokenizer, accelerator, build_model, objective, inputs, labels, train, held,
                  speed: dict) -> np.ndarray:
-    """Whether one candidate got each of one fold's held-out rows right, trained on the fold's other rows. The probe's
-    embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took."""
+    """Whether one candidate got each of one fold's held-out rows right, trained on the fold's other rows. The
+    probe's embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took."""
     from accelerate.utils import set_seed
 
     set_seed(config.seed)
