@@ -173,8 +173,12 @@ def test_the_onnx_route_is_written_only_when_chosen_and_auto_runs_it_without_the
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [routes.ONNX, "[]"]
-    # gated again without the ONNX route chosen: the earlier copy goes with it
+    # gated where the copy is no candidate (as a GPU's gate): the copy stays for the CPU's record
     monkeypatch.setattr(routes, "CANDIDATES", {"cpu": ()})
+    assert gate_folder(folder)["route"] == "fp32" and routes.onnx_file(folder).is_file()
+    # gated again with the copy a candidate but not chosen (nothing is fast enough): the earlier copy goes
+    monkeypatch.setattr(routes, "CANDIDATES", {"cpu": (routes.ONNX,)})
+    monkeypatch.setattr(routes, "MIN_GAIN", 1e9)
     assert gate_folder(folder)["route"] == "fp32" and not routes.onnx_file(folder).parent.exists()
     with tuneloop.load(folder, precision="auto") as auto:
         assert auto.precision == "fp32"

@@ -186,8 +186,8 @@ def gate(clf, batch_size: int = 64) -> dict:
                              "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
         chosen = choose(checks)
         kept = onnx_file(clf.path).parent
-        if kept.exists():                    # an earlier gate's copy: replaced, or gone when not chosen again
-            shutil.rmtree(kept)
+        if ONNX in CANDIDATES.get(device, ()) and kept.exists():   # an earlier CPU gate's copy: replaced, or gone
+            shutil.rmtree(kept)                                      # when not chosen again (a GPU gate keeps it)
         if chosen == ONNX:
             stage.rename(kept)
             stage = None
