@@ -85,6 +85,24 @@ def test_padding_does_not_change_a_prediction(mean_run):
     assert np.abs(alone - together).max() < 1e-5
 
 
+@pytest.mark.parametrize("route", ["bf16", "int8"])
+def test_a_route_copy_reads_its_own_mask(mean_run, route):
+    """A precision route is a copy of the model (predict/routes.applied): the copy's mean reads the copy's own
+    attention mask, so padding does not change its predictions either, and the fp32 model it was copied from keeps
+    no mask of the copy's batches (it then runs a batch of another length). The hook once held the original's
+    pooler: the copy averaged over padding, and the precision gate of a distilled student failed on the stale mask."""
+    _, (texts, _), _, out = mean_run
+    clf = tuneloop.load(out)
+    copy = clf.with_route(route)
+    long = (texts[0][0] + " " + " ".join(["alpha beta"] * 20), texts[0][1])
+    alone = np.concatenate([copy.predict_proba([item], raw=True) for item in texts[:6]])
+    together = copy.predict_proba(texts[:6] + [long], raw=True)[:6]
+    assert np.abs(alone - together).max() < 0.02
+    assert np.abs(together - clf.predict_proba(texts[:6] + [long], raw=True)[:6]).max() < 0.02
+    assert clf.model.base_model.pooler.mask is None
+    assert np.abs(clf.predict_proba(texts[:3], raw=True) - clf.predict_proba(texts[:6], raw=True)[:3]).max() < 1e-5
+
+
 def test_the_folder_exports_and_plain_transformers_sees_no_pooler(mean_run, tmp_path):
     from transformers import AutoModelForSequenceClassification
 

@@ -36,7 +36,7 @@ ST_POOLING_FILE = "1_Pooling/config.json"  # a sentence-transformers folder's po
 
 class MeanPooler(torch.nn.Module):
     """Stands where a pooler stood: the attention-masked mean of the hidden states, L2-normalised. The mask is handed
-    over by a forward pre-hook on the base model (a pooler is called with the hidden states alone)."""
+    over by a forward pre-hook on the whole model (a pooler is called with the hidden states alone)."""
 
     def __init__(self, normalise: bool = True):
         super().__init__()
@@ -70,11 +70,16 @@ def masked_mean(hidden_states: torch.Tensor, mask: torch.Tensor | None, normalis
     return torch.nn.functional.normalize(mean, dim=-1) if normalise else mean
 
 
-def _keep_mask(pooler: MeanPooler):
-    def hook(module, args, kwargs):
-        mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
-        pooler.mask = mask if mask is not None and mask.dim() == 2 else None
-    return hook
+def _keep_mask(module, args, kwargs) -> None:
+    """A forward pre-hook on the whole model: hands the call's attention mask to the swapped pooler (or head) of
+    `module` itself. Found through `module`, not held in a closure: a copy of the model (copy.deepcopy, the int8
+    and bf16 routes, torch's dynamic quantization) copies its hooks by reference, and a closure's pooler would be the
+    original's, so the copy would average over padding while the original kept a stale mask."""
+    found = _swappable(module)
+    if found is None or not found.done:
+        return
+    mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+    getattr(found.owner, found.name).mask = mask if mask is not None and mask.dim() == 2 else None
 
 
 class Swap(NamedTuple):
@@ -121,7 +126,7 @@ def use_mean(model, normalise: bool = True) -> None:
     current = getattr(found.owner, found.name)
     swapped = (MeanHead(current, normalise) if found.name == "classifier" else MeanPooler(normalise)).to(model.device)
     setattr(found.owner, found.name, swapped)
-    model.base_model.register_forward_pre_hook(_keep_mask(swapped), with_kwargs=True)
+    model.register_forward_pre_hook(_keep_mask, with_kwargs=True)
     setattr(model.config, CONFIG_KEY, "mean" if normalise else MEAN_RAW)
 
 
