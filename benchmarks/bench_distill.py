@@ -16,11 +16,11 @@ Every model is validated on the scored rows during training (tuneloop needs a va
 on them: the final model is kept (not the best evaluation), decisions are argmax (the fitted temperature changes
 probabilities, not the argmax), and every option is fixed in advance (--recipe fast, T = 2, gold weight 0.5, the
 defaults). The labels-only student is a `tuneloop train` run on the labelled rows from the same initial weights
-(OUT/distill/student_init), options and seed, with --epochs 10: `tuneloop distill`'s own --compare-labels-only runs
-tuneloop's small-data settings, whose floor of 200 optimizer steps costs more minutes than this shared 2-core CPU
-had (its 10-epoch floor is kept). Accuracy phases run unlocked; the rows/s phase runs under the lock of
-/tmp/tuneloop-timing.lock (flock): the teacher and each student labelling the scored rows, after a warm-up, best of 3
-passes, in this process, the same threads.
+(OUT/distill/student_init), options and seed, with tuneloop's small-data settings for its rows (at least 200 optimizer
+steps and 10 epochs), as `tuneloop distill --compare-labels-only` trains it. (Results before 2026-11-26 23:00 trained
+it 10 epochs, 40 steps, in folders named labels-only-SEED: it stayed at chance.) Accuracy phases run unlocked; the
+rows/s phase runs under the lock of /tmp/tuneloop-timing.lock (flock): the teacher and each student labelling the
+scored rows, after a warm-up, best of 3 passes, in this process, the same threads.
 
     python benchmarks/bench_distill.py --datasets docstrings --output /tmp/docstrings.json &    # side by side
     python benchmarks/bench_distill.py --datasets mrpc --output /tmp/mrpc.json
@@ -53,13 +53,14 @@ SEEDS = (42, 43, 44)
 LOCK = "/tmp/tuneloop-timing.lock"
 COMMON = {"recipe": "fast", "max_length": 128, "eval_every": None, "report": False, "quiet": True,
           "baseline": "none", "model": "minilm"}
-# sized for a shared 2-core CPU (under an hour in all): the student trains 2 epochs (--recipe fast), the teacher 3 on
+# sized for a shared 2-core CPU (under an hour in all): the student trains tuneloop distill's default epochs (at least
+# 500 steps; --student-epochs N sets them), the teacher 3 on
 # docstrings (1 epoch gave 0.378 accuracy there: too weak a teacher to mean anything) and 1 on MRPC (3,668 pairs)
 SIZES = {"mrpc": {"labelled": 300, "unlabelled": 1200},
          "docstrings": {"labelled": 120, "unlabelled": 1000, "teacher_rows": 1200}}
 TEACHER = {"mrpc": {"epochs": 1}, "docstrings": {"epochs": 3}}
-LABELS_ONLY = {"epochs": 10}
-STUDENT: dict = {}          # --student-epochs N: the distilled student's epochs (the recipe's 2 by default)
+LABELS_ONLY = "labels-only-defaults"     # its folder: tuneloop's own small-data settings (what --compare-labels-only runs)
+STUDENT: dict = {}          # --student-epochs N: the distilled student's epochs
 
 
 def write(path: Path, header: list[str], rows: list[list]) -> str:
@@ -137,15 +138,16 @@ def distill_seed(files: dict, teacher: Path, out: Path, seed: int, cache: Path |
 
 
 def labels_only(files: dict, student: Path, out: Path, seed: int) -> dict:
-    """The same 3-layer student (the same initial weights, options and seed) on the labelled rows alone, 10 epochs:
-    the small-data rule's 10-epoch floor, without its 200-step floor (minutes a run here; see the module's note)."""
+    """The same 3-layer student (the same initial weights, options and seed) on the labelled rows alone, with
+    tuneloop's small-data settings for them (at least 200 optimizer steps and 10 epochs), fine-tuned in the loop
+    (--method finetune): what `tuneloop distill --compare-labels-only` trains."""
     import tuneloop
 
     if (out / "results.json").is_file():
         return json.loads((out / "results.json").read_text())
     started = time.perf_counter()
     r = tuneloop.train(train_file=files["labelled"], validation_file=files["dev"], output_dir=str(out), seed=seed,
-                       overwrite=True, **{**COMMON, **LABELS_ONLY, "model": str(student)})
+                       overwrite=True, method="finetune", **{**COMMON, "model": str(student)})
     return {**dict(r), "wall_s": time.perf_counter() - started}
 
 
@@ -186,11 +188,11 @@ def run_dataset(name: str, files: dict, work: Path) -> dict:
         students[seed] = distill_seed(files, teacher_dir, work / f"student-{seed}", seed, cache)
         cache = work / f"student-{SEEDS[0]}" / "distill" / "soft_targets.npz"
         baseline[seed] = labels_only(files, work / f"student-{seed}" / "distill" / "student_init",
-                                     work / f"labels-only-{seed}", seed)
+                                     work / f"{LABELS_ONLY}-{seed}", seed)
     folders = {"teacher": str(teacher_dir / "model")}
     for seed in SEEDS:
         folders[f"student-{seed}"] = str(work / f"student-{seed}" / "model")
-        folders[f"labels_only-{seed}"] = str(work / f"labels-only-{seed}" / "model")
+        folders[f"labels_only-{seed}"] = str(work / f"{LABELS_ONLY}-{seed}" / "model")
     timing = rows_per_s(folders, files["dev"])
     d = {seed: s["distillation"] for seed, s in students.items()}
     acc = {"student": summary([d[s]["student"]["metrics"]["accuracy"] for s in SEEDS]),
@@ -226,7 +228,7 @@ def retime(path: Path, work: Path) -> None:
         folders = {"teacher": str(work / name / "teacher" / "model")}
         for seed in SEEDS:
             folders[f"student-{seed}"] = str(work / name / f"student-{seed}" / "model")
-            folders[f"labels_only-{seed}"] = str(work / name / f"labels-only-{seed}" / "model")
+            folders[f"labels_only-{seed}"] = str(work / name / f"{LABELS_ONLY}-{seed}" / "model")
         timing = rows_per_s(folders, str(work / name / "dev.csv"))
         speed = [timing[f"student-{s}"]["rows_per_s"] / timing["teacher"]["rows_per_s"] for s in SEEDS]
         r.setdefault("timing_first", r["timing"])
@@ -256,7 +258,9 @@ def main() -> None:
     parser.add_argument("--datasets", default="docstrings,mrpc")
     parser.add_argument("--output", default=None, help="results JSON")
     parser.add_argument("--student-epochs", type=int, default=None, help="the distilled student's epochs (default: "
-                        "--recipe fast's 2)")
+                        "tuneloop distill's: enough for its 500-step floor)")
+    parser.add_argument("--unlabelled", type=int, default=None, help="the student's unlabelled texts (default: "
+                        "SIZES' per data set)")
     parser.add_argument("--retime", default=None, help="measure rows/s again (under the lock) for the data sets of "
                         "this results file, from the models in --out; the speed figures are replaced, the first "
                         "measurement kept as timing_first")
@@ -265,13 +269,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.student_epochs:
         STUDENT["epochs"] = args.student_epochs
+    if args.unlabelled:
+        for sizes in SIZES.values():
+            sizes["unlabelled"] = args.unlabelled
     if args.retime:
         retime(Path(args.retime), Path(args.out))
         return
     if args.merge:
         parts = [json.loads(Path(p).read_text()) for p in args.merge]
-        def key(part, name):          # one data set run with other student epochs: both kept, named by them
-            return f"{name}, student {part['distill_options'].get('epochs', 2)} epochs"
+        def key(part, name):   # one data set run with other student epochs or texts: each kept, named by them
+            options = part["distill_options"]
+            if "unlabelled" not in options:     # parts from before --unlabelled: the recipe's 2 epochs by default
+                return f"{name}, student {options.get('epochs', 2)} epochs"
+            epochs = f"{options['epochs']} epochs" if "epochs" in options else "the default epochs (500-step floor)"
+            return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}"
 
         merged = {**parts[0], "datasets": {key(p, k): v for p in parts for k, v in p["datasets"].items()},
                   "parts": [{k: p[k] for k in ("load_start", "load_end", "wall_s", "machine", "distill_options")}
@@ -281,7 +292,8 @@ def main() -> None:
     work = Path(args.out)
     result = {"benchmark": "tuneloop distill: 3-layer student vs 6-layer MiniLM teacher vs labels-only student",
               "date": time.strftime("%Y-%m-%d"), "machine": machine(), "seeds": list(SEEDS), "options": COMMON,
-              "distill_options": {"student_layers": 3, "temperature": 2.0, "gold_weight": 0.5, **STUDENT},
+              "distill_options": {"student_layers": 3, "temperature": 2.0, "gold_weight": 0.5, **STUDENT,
+                                  **({"unlabelled": args.unlabelled} if args.unlabelled else {})},
               "load_start": os.getloadavg(), "datasets": {}}
     started = time.perf_counter()
     for name in args.datasets.split(","):
