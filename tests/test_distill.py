@@ -214,10 +214,6 @@ def test_bad_input_is_one_line(tiny_model, files, tmp_path, capsys):
     assert "--teacher" in capsys.readouterr().err
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
-
-
 def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length():
     from tuneloop.config.options import TrainConfig
     from tuneloop.experiments import distill as d
@@ -229,3 +225,7 @@ def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length
     assert d.student_epochs(plain, 100_000, 1) == 3                                   # already past the floor
     assert d.student_epochs(plain.replace(chosen=["epochs"]), 1120, 1) == 3           # yours is kept
     assert d.student_epochs(plain.replace(max_steps=40), 1120, 1) == 3
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -30,6 +30,7 @@ from ..runtime import machine
 from ..runtime.process import console_logging, library_output
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
+from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
 
 log = logging.getLogger("tuneloop")
@@ -123,7 +124,8 @@ def student_epochs(cfg: TrainConfig, rows: int, processes: int) -> int:
     chosen = set(cfg.chosen or ())
     if "epochs" in chosen or cfg.max_steps or cfg.dry_run:
         return cfg.epochs
-    per_epoch = max(1, math.ceil(rows / (cfg.batch_size * cfg.gradient_accumulation_steps * max(1, processes))))
+    batches = math.ceil(rows / (cfg.batch_size * max(1, processes)))          # each process's loader batches
+    per_epoch = max(1, optimizer_steps_per_epoch(batches, cfg.gradient_accumulation_steps))   # as the loop counts
     epochs = min(STUDENT_MAX_EPOCHS, max(cfg.epochs, math.ceil(STUDENT_MIN_STEPS / per_epoch)))
     if epochs != cfg.epochs:
         log.info(f"student: {epochs} epochs of {per_epoch} steps ({STUDENT_MIN_STEPS} steps at least, at most "
