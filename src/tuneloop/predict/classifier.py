@@ -326,13 +326,14 @@ class Classifier(contextlib.AbstractContextManager):
             return
         from accelerate import Accelerator
 
-        from ..runtime.process import accelerate_state
+        from ..runtime.process import accelerate_state, settle_processes
 
         with accelerate_state():
             self.accelerator = Accelerator(cpu=self.device.type == "cpu")
             self._prepared = self.accelerator.prepare(self.model) if self.backend == "pytorch" else self.model
             try:
                 yield self.accelerator
+                settle_processes(self.accelerator)      # before the prepared (DDP) model is let go
             finally:
                 self.accelerator = self._prepared = None
 

@@ -108,6 +108,20 @@ def reset_accelerate_state() -> None:
     GradientState._reset_state()
 
 
+def settle_processes(accelerator) -> None:
+    """Before a process group's collectives are let go (accelerate's end of training; a prediction's prepared DDP
+    model dropped): a barrier and, with several processes on gloo, a moment with the GIL released. gloo's worker
+    thread drops the last collective's work (and the Python tensors an earlier one holds) only after wait() has
+    returned, and needs the GIL for that; if the main thread is already inside the process group's or DDP reducer's
+    destructor (GIL held, joining that thread), they wait forever or the process aborts ("terminate called without
+    an active exception"). Seen here as a non-main process hanging after a run, and aborting after `predict`."""
+    import time
+
+    accelerator.wait_for_everyone()
+    if accelerator.num_processes > 1:
+        time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def accelerate_state():
     reset_accelerate_state()

@@ -5,7 +5,6 @@ folders (model/, best/) with that rule written into them, and the test split's p
 from __future__ import annotations
 
 import logging
-import time
 
 from ..decision.fit import fit_decision
 from ..decision.rule import DecisionRule
@@ -14,6 +13,7 @@ from ..layout import PREDICTIONS_DIR
 from ..model.loading import save_model
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
+from ..runtime.process import settle_processes
 
 log = logging.getLogger("tuneloop")
 
@@ -74,14 +74,9 @@ def predict_test(run, rule: DecisionRule | None) -> None:
 
 
 def end_training(accelerator) -> None:
-    """The last barrier, then accelerate's end of training (trackers closed, process group destroyed). With several
-    processes on gloo, the main thread first lets go of the GIL for a moment: gloo's worker thread drops the last
-    collective's work (and the Python tensors an earlier one holds) only after wait() has returned, and needs the GIL
-    for that; if the main thread is already inside the process group's destructor (run when DDP's reducer is freed,
-    GIL held, joining that thread), both wait forever. Seen here as a non-main process hanging after its run."""
-    accelerator.wait_for_everyone()
-    if accelerator.num_processes > 1:
-        time.sleep(0.2)
+    """The last barrier (runtime/process.settle_processes), then accelerate's end of training (trackers closed,
+    process group destroyed)."""
+    settle_processes(accelerator)
     accelerator.end_training()
 
 
