@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what bench_gpu.py needs on a GPU machine that has torch, transformers and accelerate but no internet and
 # no `datasets` (this workplace's device machines): .gpu/ (in .gitignore) with
-#   wheels/   datasets and the packages it and tuneloop need that such a machine lacks (Python 3.12 wheels)
+#   wheels/   datasets and the packages it and tuneloop need that such a machine lacks, and FastAPI + uvicorn for
+#             `tuneloop serve` (gpu_check.sh infer) (Python 3.12 wheels)
 #   minilm/   the embedded all-MiniLM-L6-v2 stored in fp16 (44 MB instead of 87: what travels is capped at
 #             64 MiB); gpu_run.sh turns it back into fp32 there, so only the weights' last bits differ
 #   MRPC/     GLUE MRPC as shipped
@@ -13,7 +14,9 @@ DATA=${1:-../shared/glue/MRPC}
 rm -rf .gpu && mkdir -p .gpu/wheels .gpu/MRPC
 # the versions this checkout is tested with
 wheels=$("$PY" -c 'from importlib import metadata as m; print(" ".join(f"{p}=={m.version(p)}" for p in
-         ("datasets", "dill", "multiprocess", "fsspec", "cleanlab", "termcolor")))')
+         ("datasets", "dill", "multiprocess", "fsspec", "cleanlab", "termcolor",
+          "fastapi", "starlette", "pydantic", "pydantic_core", "annotated-types", "typing-inspection", "uvicorn",
+          "opentelemetry-api", "typing_extensions")))')
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d .gpu/wheels $wheels

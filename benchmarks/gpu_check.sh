@@ -4,6 +4,8 @@
 #   bash benchmarks/gpu_bundle.sh                 # here, on the CPU machine: builds .gpu/ (wheels, MiniLM, MRPC)
 #   device tool: command "bash benchmarks/gpu_check.sh", carry [".gpu"], timeout_s 560
 #   bash benchmarks/gpu_check.sh smoke            # here, on a CPU: the same parts at toy sizes (no capture)
+#   device tool: command "bash benchmarks/gpu_check.sh infer", carry [".gpu"], timeout_s 420   (second command)
+#   bash benchmarks/gpu_check.sh infer-smoke      # here: the inference parts at toy sizes
 #
 # Parts, each bounded, each writing its JSON under $OUT/gpu_check/ (benchmarks/results/gpu_check/ without OUT):
 #   1. equality   check_captured_step.py: MiniLM, 60 MRPC steps, the captured step against the eager one (~1 min)
@@ -11,12 +13,35 @@
 #                 tuneloop captured (~3 min)
 #   3. quality    bench_gpu.py MiniLM: tuneloop eager vs captured dev F1, seeds 1 2 3 (~3 min)
 #   then gpu_check_summary.py: one $OUT/gpu_check.json with the card, every part and #54's acceptance figures.
+# `infer` (its own command, after the check): #55's parts, each writing its JSON beside gpu_check.json:
+#   4. predict    gpu_infer.py: bert-base trained 1 epoch by tuneloop, 20,000 MRPC pairs: pipeline batch 8 / 64,
+#                 tuneloop predict (auto, fp32), a plain sorted loop (~2-3 min)
+#   5. serve      bench_serve.py on that model: tuneloop serve vs a naive FastAPI + pipeline server, 1/8/32 clients
 # A part that fails or runs out of time is recorded as such; the others still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-gpu}
 dir=${OUT:-benchmarks/results}/gpu_check
 mkdir -p "$dir"
+if [ "${mode%-smoke}" = infer ]; then
+  if [ "$mode" = infer-smoke ]; then
+    PY=${PY:-.venv/bin/python} data=${DATA:-../shared/glue/MRPC} minilm=
+    export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
+    predict=(--rows 300 --max-train-samples 64) serve=(--requests 40 --seconds 10)
+  else
+    source benchmarks/gpu_setup.sh
+    PY=python3 data=.gpu/MRPC minilm=/tmp/minilm predict=() serve=(--requests 400 --seconds 20)
+  fi
+  run=$(mktemp -d)/run
+  echo "== predict ($(date +%T))"
+  timeout 300 "$PY" benchmarks/gpu_infer.py --data-dir "$data" ${minilm:+--minilm "$minilm"} --keep-run "$run" \
+      "${predict[@]}" --out "${OUT:-benchmarks/results}/gpu_infer.json"; echo "== predict: exit $?"
+  echo "== serve ($(date +%T))"
+  timeout 200 "$PY" benchmarks/bench_serve.py --run "$run" --data-dir "$data" --levels 1,8,32 \
+      --servers tuneloop,naive-pipeline "${serve[@]}" --out "${OUT:-benchmarks/results}/gpu_serve.json"
+  echo "== serve: exit $?"
+  exit 0
+fi
 if [ "$mode" = smoke ]; then
   PY=${PY:-.venv/bin/python}
   data=${DATA:-../shared/glue/MRPC}
