@@ -98,6 +98,18 @@ def test_the_route_kept_is_the_fastest_passing_one_or_the_onnx_copy_close_to_it(
     assert routes.choose(checks(int8=3.0, **{routes.ONNX: -4.0})) == "int8"
 
 
+def test_a_route_is_timed_on_a_cpu_over_the_first_rows_and_on_a_gpu_at_volume():
+    rows = Tokenized({"input_ids": [[1] * (i % 7 + 1) for i in range(700)], "doc": [i // 2 for i in range(700)],
+                      "labels": [i % 2 for i in range(700)]})
+    cpu = routes.timed_rows(rows, "cpu")
+    assert len(cpu) == routes.TIMED_ROWS and cpu.columns["doc"] == rows.columns["doc"][:routes.TIMED_ROWS]
+    gpu = routes.timed_rows(rows, "cuda")            # 700 rows repeated; no doc column: windows are not pooled
+    assert len(gpu) == routes.TIMED_ROWS_GPU and set(gpu.columns) == {"input_ids"}
+    assert gpu.columns["input_ids"][700:707] == rows.columns["input_ids"][:7]
+    batches = BudgetBatches(gpu, max_rows=256, pad_id=0)
+    assert sorted(np.concatenate([b.rows.numpy() for b in batches]).tolist()) == list(range(len(gpu)))
+
+
 def test_routes_are_gated_recorded_and_taken_by_auto_with_fp32_always_exact(model_dir, tmp_path, monkeypatch,
                                                                             capsys):
     meta = json.loads((model_dir / "tuneloop.json").read_text())

@@ -69,10 +69,11 @@ def model_folder(path: str | os.PathLike) -> Path:
     return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 
-def gate_folder(folder, *, cpu: bool = False, batch_size: int = 64) -> dict:
+def gate_folder(folder, *, cpu: bool = False, batch_size: int | None = None) -> dict:
     """The precision gate (routes.gate) for a model folder: every route this device computes natively checked
-    against fp32 on the folder's recorded validation rows and timed; the record written into its tuneloop.json
-    (`--precision auto` reads it) and returned."""
+    against fp32 on the folder's recorded validation rows and timed (in batches of `batch_size` rows at most:
+    routes.gate's default when None); the record written into its tuneloop.json (`--precision auto` reads it) and
+    returned."""
     from ..runtime.process import library_output
     from . import routes
 

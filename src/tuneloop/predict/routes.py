@@ -44,7 +44,10 @@ MIN_GAIN = 1.1               # a route is kept only when its rows/s is at least 
 ONNX_WITHIN = 0.9            # the ONNX copy is preferred down to this share of the fastest route's rows/s: choose()
 GATE_MIN_ROWS = 200          # fewer validation rows: no gate (the 99% floor should allow 2 changed rows, not 1)
 GATE_ROWS = 2000             # validation rows the gate compares at most (the first ones)
-TIMED_ROWS = 512             # of those, rows timed per route (after one untimed pass)
+TIMED_ROWS = 512             # of those, rows timed per route on a CPU (after one untimed pass)
+TIMED_ROWS_GPU = 4096        # on a GPU: the validation rows repeated up to this many, in predict's batches. A GPU's
+                             # gain shows at volume: an H100 timing MRPC's 408 dev rows saw bf16 at 1.07x fp32, yet
+                             # labelled 20,000 pairs at 13,022 rows/s against 3,540 (2026-11-27-h100-predict.json)
 RECORD = "precision_routes"  # the section of tuneloop.json
 
 
@@ -133,14 +136,25 @@ def compare(reference: dict, candidate: dict, main: str, objective, rule=None, a
     return out
 
 
+def timed_rows(rows, device_type: str):
+    """The rows a route is timed on: on a CPU the first TIMED_ROWS; on a GPU the rows repeated up to
+    TIMED_ROWS_GPU (each repeat its own row: no windows pooled together)."""
+    from ..data.batch import LABELS, ROW
+
+    if device_type != "cuda":
+        return type(rows)({k: v[:TIMED_ROWS] for k, v in rows.columns.items()})
+    picked = [i % len(rows) for i in range(TIMED_ROWS_GPU)]
+    return type(rows)({k: [v[i] for i in picked] for k, v in rows.columns.items() if k not in (ROW, LABELS)})
+
+
 def _measure(clf, rows, names, batch_size: int) -> tuple[dict, float]:
-    """({"metrics", "logits"} on `rows`, rows/s of a second pass over the first TIMED_ROWS of them)."""
+    """({"metrics", "logits"} on `rows`, rows/s of a timed pass over `timed_rows` of them, after the first)."""
     acc = clf.run(rows, batch_size=batch_size, metric_names=names)
-    head = type(rows)({k: v[:TIMED_ROWS] for k, v in rows.columns.items()})
+    timed = timed_rows(rows, clf.device.type)
     started = time.perf_counter()
-    clf.run(head, batch_size=batch_size)
+    clf.run(timed, batch_size=batch_size)
     seconds = time.perf_counter() - started
-    return {"metrics": acc.compute(), "logits": acc.all_logits}, len(head) / max(seconds, 1e-9)
+    return {"metrics": acc.compute(), "logits": acc.all_logits}, len(timed) / max(seconds, 1e-9)
 
 
 def gate_rows(clf):
@@ -161,12 +175,15 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int = 64) -> dict:
+def gate(clf, batch_size: int | None = None) -> dict:
     """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows;
-    return the record: the chosen route and every figure (Classifier's gate_folder writes it into the folder)."""
+    return the record: the chosen route and every figure (Classifier's gate_folder writes it into the folder).
+    Batches of `batch_size` rows at most: by default 64 on a CPU, on a GPU predict's own (classifier.CHUNK)."""
     from ..runtime.machine import cpu_flags
+    from .classifier import CHUNK
 
     device = clf.device.type
+    batch_size = batch_size or (CHUNK if device == "cuda" else 64)
     rows, names, main = gate_rows(clf)
     reference, fp32_speed = _measure(clf, rows, names, batch_size)
     checks, stage = {}, None
@@ -197,6 +214,7 @@ def gate(clf, batch_size: int = 64) -> dict:
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
     return {"route": chosen,
             "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
+            "timed_rows": len(timed_rows(rows, device)), "batch_size": batch_size,
             "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
             "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
                     f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",

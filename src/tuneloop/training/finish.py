@@ -94,8 +94,9 @@ def gate_precision(run) -> None:
         return
     try:
         with run.timeline.phase("precision gate"):
-            record = gate_folder(run.output_dir / MODEL_DIR, cpu=run.accelerator.device.type == "cpu",
-                                 batch_size=run.config.eval_batch_size)
+            cpu = run.accelerator.device.type == "cpu"     # a GPU times predict's own batches (routes.gate)
+            record = gate_folder(run.output_dir / MODEL_DIR, cpu=cpu,
+                                 batch_size=run.config.eval_batch_size if cpu else None)
     except Exception as e:  # noqa: BLE001 - the model is saved; only the faster route is missing
         log.warning(f"precision gate: not run ({type(e).__name__}: {e}); --precision auto stays fp32")
         return
