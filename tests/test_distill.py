@@ -214,6 +214,65 @@ def test_bad_input_is_one_line(tiny_model, files, tmp_path, capsys):
     assert "--teacher" in capsys.readouterr().err
 
 
+def test_the_feature_loss_is_the_cosine_distance_of_the_mean_hidden_states(tiny_model, files, tmp_path):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from tuneloop.experiments.teacher import features_in_logits
+    from tuneloop.model.pooling import masked_mean
+
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["no", "yes"])
+    model = AutoModelForSequenceClassification.from_pretrained(teacher).eval()
+    batch = AutoTokenizer.from_pretrained(teacher)(["a cat sat", "the dog red green"], padding=True,
+                                                   return_tensors="pt")
+    with torch.no_grad():
+        plain = model(**batch)
+        with features_in_logits(model):
+            both = model(**batch).logits
+        whole = model(**batch, output_hidden_states=True)
+    assert torch.allclose(both[:, :2], plain.logits)                   # the logits as they were, then the mean
+    assert torch.allclose(both[:, 2:], masked_mean(whole.hidden_states[-1], batch["attention_mask"], False))
+    assert model(**batch).logits.shape[1] == 2                          # the hooks are gone
+    out = tmp_path / "student"
+    results = tuneloop.distill(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=files["labelled"],
+                               validation_file=files["dev"], compare_labels_only=False, feature_weight=1.0,
+                               max_steps=6, **options(tiny_model, out))
+    cached = SoftTargets.load(out / "distill" / "soft_targets.npz")
+    assert cached.features.shape == (64 + 24, model.config.hidden_size)   # every text's features, once
+    tuneloop.distill(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=files["labelled"],
+                     validation_file=files["dev"], compare_labels_only=False, max_steps=6,
+                     **options(tiny_model, tmp_path / "plain"))
+    from safetensors.torch import load_file
+
+    with_term, without = (load_file(folder / "model" / "model.safetensors") for folder in (out, tmp_path / "plain"))
+    assert all(torch.isfinite(v).all() for v in with_term.values())
+    moved = [k for k in with_term if "encoder.layer" in k and not torch.equal(with_term[k], without[k])]
+    assert moved                                   # the same seed and rows: only the feature term differs
+    assert results["eval"]["accuracy"] >= 0
+
+
+def test_the_feature_loss_is_refused_where_features_cannot_be_compared(tiny_model, files, tmp_path, capsys):
+    common = ["--model", tiny_model, "--quiet", "--feature-weight", "1"]
+    assert main(["distill", "--teacher", files["soft"], "--output-dir", str(tmp_path / "a"), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--feature-weight: a soft-label file holds no teacher features" in err and len(err.splitlines()) == 1
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(tiny_model, num_labels=2, id2label={0: "no", 1: "yes"},
+                                        label2id={"no": 0, "yes": 1})
+    config.hidden_size, config.intermediate_size = config.hidden_size * 2, config.intermediate_size * 2
+    wide = tmp_path / "wide"
+    AutoModelForSequenceClassification.from_config(config).save_pretrained(wide)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(wide)
+    capsys.readouterr()
+    assert main(["distill", "--teacher", str(wide), "--unlabeled-file", files["unlabeled"], "--output-dir",
+                 str(tmp_path / "b"), *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "hidden size" in err and "is not the teacher's" in err and len(err.splitlines()) == 1
+    assert main(["distill", "--teacher", str(wide), "--unlabeled-file", files["unlabeled"], "--output-dir",
+                 str(tmp_path / "c"), *common[:-1], "-1"]) == 2
+    assert "--feature-weight: must be >= 0" in capsys.readouterr().err
+
+
 def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length():
     from tuneloop.config.options import TrainConfig
     from tuneloop.experiments import distill as d

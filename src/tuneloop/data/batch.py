@@ -14,8 +14,9 @@ LABELS = "labels"              # gold targets: class ids, 0/1 per label, or scor
 WEIGHTS = "weight"             # optional: one weight per row (the loss is their weighted mean)
 SOFT = "soft_labels"           # optional: a target distribution per row (e.g. a teacher's probabilities)
 GOLD = "gold"                  # optional: 1 where a row's `labels` are given (gold), 0 where only `soft` is
+FEATURES = "teacher_features"  # optional: a teacher's sentence features per row (the mean of its last hidden states)
 ROW = "doc"                    # the canonical row a tokenized row comes from (windows share one)
-TARGETS = (LABELS, WEIGHTS, SOFT, GOLD)
+TARGETS = (LABELS, WEIGHTS, SOFT, GOLD, FEATURES)
 
 
 def model_inputs(mapping) -> dict:
@@ -39,12 +40,13 @@ class Batch:
     soft: torch.Tensor | None = None
     rows: torch.Tensor | None = None
     gold: torch.Tensor | None = None
+    features: torch.Tensor | None = None
 
     @classmethod
     def from_mapping(cls, mapping) -> "Batch":
         """From a collated dict of tensors (DataCollatorWithPadding's output)."""
         return cls(model_inputs(mapping), mapping.get(LABELS), mapping.get(WEIGHTS), mapping.get(SOFT),
-                   mapping.get(ROW), mapping.get(GOLD))
+                   mapping.get(ROW), mapping.get(GOLD), mapping.get(FEATURES))
 
     def __len__(self) -> int:
         return next(iter(self.inputs.values())).shape[0]
@@ -60,7 +62,8 @@ class Batch:
     @property
     def shapes(self) -> dict:
         """Each tensor's shape, by column name (the dry run prints them)."""
-        named = {**self.inputs, LABELS: self.labels, WEIGHTS: self.weights, SOFT: self.soft, GOLD: self.gold}
+        named = {**self.inputs, LABELS: self.labels, WEIGHTS: self.weights, SOFT: self.soft, GOLD: self.gold,
+                 FEATURES: self.features}
         return {k: list(v.shape) for k, v in named.items() if v is not None}
 
 

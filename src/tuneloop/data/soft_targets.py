@@ -1,6 +1,7 @@
 """Soft targets: a teacher's outputs for each row of a training file (probabilities per class, per label, or a
 score), saved beside the run (`tuneloop distill` writes them once) and attached to the tokenized training split as
-the `soft_labels` and `gold` columns (data/batch.py), matched by the row each tokenized row comes from."""
+the `soft_labels` and `gold` columns (data/batch.py), matched by the row each tokenized row comes from; with
+`--feature-weight`, the teacher's sentence features too (`teacher_features`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..atomic import atomic_write_bytes
 from ..exceptions import DataError
-from .batch import GOLD, ROW, SOFT
+from .batch import FEATURES, GOLD, ROW, SOFT
 from .labels import LabelSchema
 
 
@@ -21,17 +22,20 @@ from .labels import LabelSchema
 class SoftTargets:
     """`soft`: (rows, columns) float32, a row per training-file row in order; `gold`: 1 where the row's label is a
     given one (0: the teacher's); `labels`: what the columns mean (the teacher's label schema); `key`: what they
-    were computed from (texts and teacher), so a stale file is never reused."""
+    were computed from (texts and teacher), so a stale file is never reused; `features`: (rows, hidden size) float32,
+    the teacher's sentence features, when asked for (None otherwise)."""
 
     soft: np.ndarray
     gold: np.ndarray
     labels: LabelSchema
     key: str = ""
+    features: np.ndarray | None = None
 
     def save(self, path: str | Path) -> None:
         buffer = io.BytesIO()
+        extra = {} if self.features is None else {"features": self.features.astype(np.float32)}
         np.savez(buffer, soft=self.soft.astype(np.float32), gold=self.gold.astype(np.int8),
-                 labels=np.array(json.dumps(self.labels.to_dict())), key=np.array(self.key))
+                 labels=np.array(json.dumps(self.labels.to_dict())), key=np.array(self.key), **extra)
         atomic_write_bytes(path, buffer.getvalue())
 
     @classmethod
@@ -39,7 +43,8 @@ class SoftTargets:
         if not Path(path).is_file():
             raise DataError(f"--soft-targets {path}: no such file (tuneloop distill writes it in the run folder)")
         with np.load(path) as f:
-            return cls(f["soft"], f["gold"], LabelSchema.from_dict(json.loads(str(f["labels"]))), str(f["key"]))
+            return cls(f["soft"], f["gold"], LabelSchema.from_dict(json.loads(str(f["labels"]))), str(f["key"]),
+                       f["features"] if "features" in f.files else None)
 
 
 class Attach:
@@ -47,11 +52,14 @@ class Attach:
     so that datasets fingerprints it by the file's content)."""
 
     def __init__(self, targets: SoftTargets):
-        self.soft, self.gold = targets.soft, targets.gold
+        self.soft, self.gold, self.features = targets.soft, targets.gold, targets.features
 
     def __call__(self, batch):
         rows = np.asarray(batch[ROW])
-        return {SOFT: self.soft[rows].tolist(), GOLD: self.gold[rows].astype(np.int64).tolist()}
+        out = {SOFT: self.soft[rows].tolist(), GOLD: self.gold[rows].astype(np.int64).tolist()}
+        if self.features is not None:
+            out[FEATURES] = self.features[rows].tolist()
+        return out
 
 
 def attach(train, path: str | Path):

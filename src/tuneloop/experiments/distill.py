@@ -34,7 +34,7 @@ from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
 
 log = logging.getLogger("tuneloop")
-DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "temperature", "gold_weight",
+DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "temperature", "gold_weight", "feature_weight",
                    "compare_labels_only")
 # the student's epochs when you set neither --epochs nor --max-steps: enough for STUDENT_MIN_STEPS optimizer steps (at
 # most STUDENT_MAX_EPOCHS). Measured on the docstrings set (1,120 texts, 35 steps an epoch, a 3-layer MiniLM student,
@@ -87,6 +87,7 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
             clear(out / DISTILL_DIR)
     with library_output(config.quiet), console_logging(config.quiet):
         if state.is_main_process:
+            check_feature_sizes(config)
             table = student_table(config, out / DISTILL_DIR)
             table["student"] = student_model(config, out / DISTILL_DIR)
             config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
@@ -156,7 +157,11 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
     key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns))
     cached = folder / SOFT_TARGETS_FILE
     targets = SoftTargets.load(cached) if cached.is_file() else None
-    if targets is not None and targets.key == key:
+    features = cfg.feature_weight > 0
+    if features and from_file:
+        raise ConfigError("--feature-weight: a soft-label file holds no teacher features; give a model as --teacher "
+                          "or leave --feature-weight at 0")
+    if targets is not None and targets.key == key and (targets.features is not None or not features):
         log.info(f"teacher outputs: reusing {cached} (computed earlier for these texts and this teacher)")
     else:
         if from_file:           # the labelled rows' targets are their labels (the file has no outputs for them)
@@ -170,10 +175,16 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
                 schema = classifier.label_schema
                 if given is not None:         # refused before the teacher's work
                     t.check_same_labels(schema, given, cfg.train_file)
+                if features and classifier.backend != "pytorch":
+                    raise ConfigError(f"--feature-weight: the teacher {cfg.teacher} is an exported ({classifier.backend}) "
+                                      "model, whose hidden states are not read; give its PyTorch folder, or leave "
+                                      "--feature-weight at 0")
                 log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
-                soft = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet)
+                soft, teacher_features = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet,
+                                                           features)
         gold = np.r_[np.zeros(len(texts.items), np.int8), np.ones(len(rows) - len(texts.items), np.int8)]
-        targets = SoftTargets(soft.reshape(len(rows), -1), gold, schema, key)
+        targets = SoftTargets(soft.reshape(len(rows), -1), gold, schema, key,
+                              teacher_features if features and not from_file else None)
         targets.save(cached)
     for source, labelled in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
         if labelled is not None:
@@ -221,6 +232,18 @@ def student_model(cfg: TrainConfig, folder: Path) -> str:
             keep_layers(cfg.model, cfg.student_layers, init)
         student = str(init)
     return student
+
+
+def check_feature_sizes(cfg: TrainConfig) -> None:
+    """With --feature-weight, the student (--model, however many of its layers it keeps) must be as wide as the
+    teacher: the features are compared as they are. Checked from the configs, before the teacher's work."""
+    if cfg.feature_weight <= 0 or t.is_soft_label_file(cfg.teacher):
+        return
+    sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
+    if None in sizes or sizes[0] != sizes[1]:
+        raise ConfigError(f"--feature-weight: the student's hidden size ({sizes[1]}) is not the teacher's "
+                          f"({sizes[0]}), so their features cannot be compared; cut the student from a model of "
+                          "the teacher's width (--student-layers), or leave --feature-weight at 0")
 
 
 def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:

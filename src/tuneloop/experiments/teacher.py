@@ -5,6 +5,7 @@ there are any (`data/soft_targets.SoftTargets`, saved once in the run folder and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,7 +19,7 @@ from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, detect_columns, file_columns, iter_rows, position_word
 from ..data.soft_targets import SoftTargets
 from ..data.sources import load_user_files
-from ..exceptions import DataError
+from ..exceptions import DataError, TuneloopError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger("tuneloop")
@@ -125,15 +126,61 @@ def teacher_key(teacher: str, texts: Texts) -> str:
     return digest.hexdigest()
 
 
-def teacher_outputs(classifier, items: list, batch_size: int, quiet: bool) -> np.ndarray:
-    """The teacher's probabilities (its raw softmax or sigmoid; regression: its scores) for `items`, batched
-    through `Classifier.run`, longest texts first, with a progress bar."""
+def teacher_outputs(classifier, items: list, batch_size: int, quiet: bool,
+                    features: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the teacher's probabilities (its raw softmax or sigmoid; regression: its scores), its sentence features
+    (`features_in_logits`) when `features`, else None) for `items`, batched through `Classifier.run`, longest texts
+    first, with a progress bar."""
     from ..predict.inputs import encoded
 
     checked = classifier.items([item[0] if item[1] is None else list(item) for item in items])[0]
-    logits = classifier.run(encoded(checked, classifier.tokenizer, classifier.policy), batch_size=batch_size,
-                            quiet=quiet, desc="Teacher").all_logits
-    return classifier.objective.probabilities(logits).astype(np.float32)
+    with features_in_logits(classifier.model) if features else contextlib.nullcontext():
+        logits = classifier.run(encoded(checked, classifier.tokenizer, classifier.policy), batch_size=batch_size,
+                                quiet=quiet, desc="Teacher").all_logits
+    outputs = max(classifier.label_schema.num_labels, 1)
+    probabilities = classifier.objective.probabilities(logits[:, :outputs]).astype(np.float32)
+    return probabilities, logits[:, outputs:].astype(np.float32) if features else None
+
+
+@contextlib.contextmanager
+def features_in_logits(model):
+    """While open, `model`'s logits come with its sentence features appended: the attention-masked mean of its last
+    hidden states (what a mean-pooled student's classifier reads: model/pooling.masked_mean, not normalised), so the
+    one inference path (Classifier.run) gathers them, in row order, with the logits."""
+    import torch
+
+    from ..model.pooling import masked_mean
+
+    def ask(module, args, kwargs):
+        return args, {**kwargs, "output_hidden_states": True}
+
+    def append(module, args, kwargs, output):
+        if output.hidden_states is None:
+            raise TuneloopError(f"--feature-weight: the teacher ({type(module).__name__}) gives no hidden states; "
+                                "use --feature-weight 0")
+        mean = masked_mean(output.hidden_states[-1], kwargs.get("attention_mask"), normalise=False)
+        output.logits = torch.cat([output.logits, mean.to(output.logits.dtype)], dim=-1)
+        output.hidden_states = None
+        return output
+
+    handles = [model.register_forward_pre_hook(ask, with_kwargs=True),
+               model.register_forward_hook(append, with_kwargs=True)]
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def hidden_size(model_name: str) -> int | None:
+    """A model's (or folder's) hidden size, from its config; None when the config names none."""
+    from transformers import AutoConfig
+
+    from ..model.loading import resolve_model
+
+    config = AutoConfig.from_pretrained(resolve_model(model_name))
+    return next((getattr(config, f) for f in ("hidden_size", "d_model", "dim", "n_embd") if hasattr(config, f)),
+                None)
 
 
 def decided_label(row: np.ndarray, schema: LabelSchema):

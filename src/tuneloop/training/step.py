@@ -49,8 +49,7 @@ class AccelerateStep:
     def __call__(self, batch: Batch) -> StepOutput:
         acc, model = self.accelerator, self.model
         with acc.accumulate(model):                               # no gradient sync on inner micro-steps
-            logits = model(**batch.inputs).logits
-            loss = self.loss(logits, batch)                         # objective/
+            logits, loss = self.forward_loss(batch)
             skipped = self.skip_nonfinite and not torch.isfinite(loss.detach())   # a host sync: opt-in
             if not skipped:
                 acc.backward(loss)
@@ -62,6 +61,11 @@ class AccelerateStep:
         return StepOutput(loss.detach(), logits.detach(), bool(skipped), update,
                           update and not acc.optimizer_step_was_skipped)
 
+    def forward_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits, the batch's training loss): forward, then `loss`."""
+        logits = self.model(**batch.inputs).logits
+        return logits, self.loss(logits, batch)
+
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         """The batch's training loss: the Objective's, on the batch's targets."""
         return self.objective.loss(logits, batch.labels, batch.weights, batch.soft)
@@ -69,13 +73,26 @@ class AccelerateStep:
 
 class DistillStep(AccelerateStep):
     """The Accelerate step with the distillation loss (`Objective.distill_loss`): the teacher's soft targets at a
-    temperature, plus the gold labels of the rows that have them, weighted (`tuneloop distill`)."""
+    temperature, plus the gold labels of the rows that have them, weighted (`tuneloop distill`); with a
+    `feature_weight`, plus that weight × the cosine distance between the student's sentence features (the masked
+    mean of its last hidden states) and the teacher's (`batch.features`), as DistilBERT's cosine loss."""
 
     name = "distill"
 
-    def __init__(self, *args, temperature: float = 1.0, gold_weight: float = 0.0, **kwargs):
+    def __init__(self, *args, temperature: float = 1.0, gold_weight: float = 0.0, feature_weight: float = 0.0,
+                 **kwargs):
         super().__init__(*args, **kwargs)
-        self.temperature, self.gold_weight = temperature, gold_weight
+        self.temperature, self.gold_weight, self.feature_weight = temperature, gold_weight, feature_weight
+
+    def forward_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.feature_weight or batch.features is None:
+            return super().forward_loss(batch)
+        from ..model.pooling import masked_mean
+
+        out = self.model(**batch.inputs, output_hidden_states=True)
+        mine = masked_mean(out.hidden_states[-1], batch.inputs.get("attention_mask"), normalise=False)
+        distance = 1.0 - torch.nn.functional.cosine_similarity(mine.float(), batch.features.float(), dim=-1)
+        return out.logits, self.loss(out.logits, batch) + self.feature_weight * distance.mean()
 
     def loss(self, logits: torch.Tensor, batch: Batch) -> torch.Tensor:
         return self.objective.distill_loss(logits, batch.soft, self.temperature, batch.labels, batch.gold,
@@ -89,7 +106,8 @@ def make_step(run) -> TrainStep:
     cfg = run.config
     args = (run.accelerator, run.model, run.optimizer, run.objective, cfg.max_grad_norm, cfg.skip_nonfinite_batches)
     if cfg.soft_targets:
-        return DistillStep(*args, temperature=cfg.temperature, gold_weight=cfg.gold_weight)
+        return DistillStep(*args, temperature=cfg.temperature, gold_weight=cfg.gold_weight,
+                           feature_weight=cfg.feature_weight)
     if run.captured:
         return CapturedStep(run.model, run.optimizer, run.objective, cfg.max_grad_norm,
                             capture=run.accelerator.device.type == "cuda")
