@@ -259,6 +259,8 @@ def main() -> None:
     parser.add_argument("--output", default=None, help="results JSON")
     parser.add_argument("--student-epochs", type=int, default=None, help="the distilled student's epochs (default: "
                         "tuneloop distill's: enough for its 500-step floor)")
+    parser.add_argument("--feature-weight", type=float, default=None, help="the distilled student's --feature-weight "
+                        "(default: tuneloop distill's)")
     parser.add_argument("--unlabelled", type=int, default=None, help="the student's unlabelled texts (default: "
                         "SIZES' per data set)")
     parser.add_argument("--retime", default=None, help="measure rows/s again (under the lock) for the data sets of "
@@ -269,6 +271,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.student_epochs:
         STUDENT["epochs"] = args.student_epochs
+    if args.feature_weight is not None:
+        STUDENT["feature_weight"] = args.feature_weight
     if args.unlabelled:
         for sizes in SIZES.values():
             sizes["unlabelled"] = args.unlabelled
@@ -282,7 +286,8 @@ def main() -> None:
             if "unlabelled" not in options:     # parts from before --unlabelled: the recipe's 2 epochs by default
                 return f"{name}, student {options.get('epochs', 2)} epochs"
             epochs = f"{options['epochs']} epochs" if "epochs" in options else "the default epochs (500-step floor)"
-            return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}"
+            features = f", feature weight {options['feature_weight']:g}" if options.get("feature_weight") else ""
+            return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}{features}"
 
         merged = {**parts[0], "datasets": {key(p, k): v for p in parts for k, v in p["datasets"].items()},
                   "parts": [{k: p[k] for k in ("load_start", "load_end", "wall_s", "machine", "distill_options")}

@@ -15,6 +15,7 @@ from families import family_folder
 
 import tuneloop
 from tuneloop.exceptions import ConfigError, Interrupted
+from tuneloop.training import contrastive
 from tuneloop.training.contrastive import make_pairs
 
 SETFIT = {"method": "setfit", "setfit_iterations": 8, "setfit_lr": 3e-3, "setfit_batch_size": 16}
@@ -67,8 +68,12 @@ def setfit_run(tiny_model, tmp_path_factory):
 
 def test_pairs_are_setfits():
     """Single-label: the setfit package's "oversampling" — every pair of rows (a row with itself too), the fewer kind
-    cycled up to the larger count — capped at iterations × rows of each kind."""
+    cycled up to the larger count — capped at iterations × rows of each kind when asked, else at PAIR_LIMIT."""
     labels = np.array([0, 0, 0, 1, 1, 2])          # 21 pairs with a row itself: 10 of one class, 11 of two
+    assert len(make_pairs(labels, iterations=None, seed=0)[0]) == 2 * 11               # the package's: all
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(contrastive, "PAIR_LIMIT", 4)
+        assert len(make_pairs(labels, iterations=None, seed=0)[0]) == 2 * 4
     first, second, target = make_pairs(labels, iterations=3, seed=0)
     assert len(first) == 2 * 11 and target.mean() == 0.5               # as many same-class as other-class pairs
     assert np.array_equal(target, (labels[first] == labels[second]).astype(np.float32))
@@ -80,6 +85,7 @@ def test_pairs_are_setfits():
     assert not np.array_equal(make_pairs(labels, iterations=3, seed=1)[1], second)
 
     multi = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]])
+    assert len(make_pairs(multi, iterations=None, seed=0)[0]) == 2 * 4 * contrastive.ROUNDS   # rounds by default
     first, second, target = make_pairs(multi, iterations=4, seed=0)
     a, b = multi[first].astype(bool), multi[second].astype(bool)
     assert np.allclose(target, (a & b).sum(1) / (a | b).sum(1))        # Jaccard of the label sets

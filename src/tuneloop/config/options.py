@@ -123,9 +123,11 @@ class TrainConfig(DataOptions):
                       "in cross-validation on the training rows, within --auto-budget; config.yaml records which", "training", METHODS)
     auto_budget: float = opt(600.0, "--method auto: seconds the cross-validation may take (a candidate whose "
                              "estimated time does not fit is skipped)", "training", metavar="S")
-    setfit_iterations: int = opt(20, "--method setfit: pairs of each kind (same class, other class) at most N × the "
-                                 "rows (single-label sets up to 2000 rows: every pair of rows, as the setfit "
-                                 "package; else N rounds of 2 pairs a row)", "training", metavar="N")
+    setfit_iterations: Optional[int] = opt(None, "--method setfit: the pairs. Default: as the setfit package "
+                                           "(single-label sets up to 2000 rows: every pair of rows, the fewer kind "
+                                           "— same class, other class — cycled up to the larger count, at most "
+                                           "16,384 of each; else 20 rounds of 2 pairs a row). N: at most N × the rows "
+                                           "of each kind, or N rounds", "training", metavar="N")
     setfit_epochs: int = opt(1, "--method setfit: passes over the pairs", "training", metavar="N")
     setfit_lr: float = opt(2e-5, "--method setfit: learning rate of the stage on pairs", "training", metavar="LR")
     setfit_batch_size: int = opt(16, "--method setfit: pairs per step", "training", metavar="N")
@@ -274,7 +276,8 @@ class TrainConfig(DataOptions):
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_iterations",
                      "setfit_epochs", "setfit_batch_size"):
-            need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+            if name != "setfit_iterations" or self.setfit_iterations is not None:
+                need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
         need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         need(self.auto_budget > 0, "auto_budget", f"must be > 0 seconds, got {self.auto_budget}")

@@ -74,14 +74,14 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
     if stage.get("method") == "probe":
         return [("method", f"a linear probe: the encoder frozen, then {head}"), embedding]
     return [("method", f"SetFit: the encoder fine-tuned contrastively on pairs of training rows, then {head}"),
-            ("pairs", f"{fmt(stage.get('pairs'))} (at most {fmt(stage.get('iterations'))} × the training rows of "
-                      "each kind, same class and other class)"),
+            ("pairs", f"{fmt(stage.get('pairs'))} " + (
+                "(every pair of training rows, as the setfit package, same-class and other-class pairs made as "
+                f"many; at most {fmt(stage.get('pair_limit'))} of each kind)" if stage.get("iterations") is None else
+                f"(at most {fmt(stage.get('iterations'))} × the training rows of each kind, same class and other "
+                "class)")),
             ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
                                   f"{fmt(stage.get('batch_size'))} pairs a step)"),
-            ("learning rate (contrastive stage)", fmt(stage.get("lr"))),
-            ("embedding the head reads", {"mean": "mean of the last hidden states, normalised",
-                                          "head": "the model's own pooled output"}.get(stage.get("pooling"),
-                                                                                       fmt(stage.get("pooling"))))]
+            ("learning rate (contrastive stage)", fmt(stage.get("lr"))), embedding]
 
 
 def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:

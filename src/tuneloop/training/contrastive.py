@@ -1,9 +1,10 @@
 """--method setfit: SetFit's two steps (Tunstall et al. 2022) on the run's own model, tokenizer and training rows,
 before the training loop.
 
-1. The body, trained contrastively: each training row is paired, `--setfit-iterations` times, with a random row of
-   its class (target 1) and one of another class (target 0; multi-label: the Jaccard similarity of the two label
-   sets); the cosine similarity of the two rows' embeddings is pulled to the target (mean squared error, as
+1. The body, trained contrastively on pairs of rows (`make_pairs`: as the setfit package, every pair of rows of a
+   single-label set, same-class pairs with target 1 and other-class pairs with target 0 made as many; larger or
+   multi-label sets: rounds pairing each row with a random row of its class and one of another class, the targets
+   the Jaccard similarity of the two label sets for multi-label); the cosine similarity of the two rows' embeddings is pulled to the target (mean squared error, as
    sentence-transformers' CosineSimilarityLoss), AdamW with 10% warmup and a linear decay.
 2. The head: a logistic regression (one per label for multi-label) fitted on the embeddings of every training row,
    copied into the model's final classification Linear, so that the model's softmax (sigmoid) is the regression's
@@ -57,20 +58,27 @@ def check_setfit(config, data) -> None:
 
 # ------------------------------------------------------------------------------------------------ pairs
 UNIQUE_PAIRS_ROWS = 2000    # up to this many rows, single-label pairs are drawn from every pair of rows
+PAIR_LIMIT = 16384          # ... at most this many of each kind by default (the package has no limit)
+ROUNDS = 20                 # rounds of pairs by default above UNIQUE_PAIRS_ROWS or for multi-label sets
+# Why no tighter default limit: capped at 20 × rows of each kind (until 2026-11-27), the questions set at 16 rows per
+# class (6 classes) trained on 3,840 pairs against the package's 7,680 and scored 0.840 against its 0.851 (seeds
+# 1-3); with every pair, as the package, 0.853 (benchmarks/results/2026-11-26-epyc-2c-small-data-fewshot.json).
+# 16,384 of each kind is every pair at 32 rows per class on 6 classes (15,360), about 8 minutes on a 2-core CPU.
 
 
-def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first rows, second rows, targets), shuffled. Single-label, up to UNIQUE_PAIRS_ROWS rows: as the setfit
     package's default ("oversampling"), every pair of rows (a row with itself included) once, the same-class pairs
     (target 1.0) and the other-class pairs (0.0) each taken in a shuffled cycle up to the larger count, so both kinds
-    are as many; at most `iterations` × rows of each kind (which the package does not cap: its pairs grow with the
-    square of the rows). Otherwise (more rows, or multi-label), `iterations` rounds, each pairing every row with one
-    random row of its class and one of another class; multi-label (`labels` a 0/1 matrix): a row sharing a label
-    (rows without labels: another row without) and a row with another label set; both targets are the Jaccard
-    similarity of the two sets."""
+    are as many; at most `iterations` × rows of each kind when `iterations` is given, else PAIR_LIMIT (the package
+    does not cap: its pairs grow with the square of the rows). Otherwise (more rows, or multi-label), `iterations`
+    (default ROUNDS) rounds, each pairing every row with one random row of its class and one of another class;
+    multi-label (`labels` a 0/1 matrix): a row sharing a label (rows without labels: another row without) and a row
+    with another label set; both targets are the Jaccard similarity of the two sets."""
     rng = np.random.default_rng(seed)
     if labels.ndim == 1 and len(labels) <= UNIQUE_PAIRS_ROWS:
-        return unique_pairs(labels, iterations, rng)
+        return unique_pairs(labels, PAIR_LIMIT if iterations is None else iterations * len(labels), rng)
+    iterations = iterations or ROUNDS
     multi = labels.ndim == 2
     sets = labels.astype(bool)
     keys = [tuple(row) for row in labels.astype(int)] if multi else labels.tolist()
@@ -107,14 +115,15 @@ def make_pairs(labels: np.ndarray, iterations: int, seed: int) -> tuple[np.ndarr
     return first[order], second[order], targets[order].astype(np.float32)
 
 
-def unique_pairs(labels: np.ndarray, iterations: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """make_pairs for single-label rows: every pair once, each kind cycled up to the larger count (capped)."""
+def unique_pairs(labels: np.ndarray, limit: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """make_pairs for single-label rows: every pair once, each kind cycled up to the larger count (at most
+    `limit`)."""
     a, b = np.triu_indices(len(labels))
     order = rng.permutation(len(a))
     a, b = a[order], b[order]
     same = labels[a] == labels[b]
     kinds = [(a[same], b[same]), (a[~same], b[~same])]
-    count = min(max(len(kinds[0][0]), len(kinds[1][0])), iterations * len(labels))
+    count = min(max(len(kinds[0][0]), len(kinds[1][0])), limit)
     first, second, targets = [], [], []
     for target, (x, y) in zip((1.0, 0.0), kinds):
         if len(x):
@@ -276,7 +285,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
     return {"pairs": len(first), "steps": total, "epochs": cfg.setfit_epochs, "iterations": cfg.setfit_iterations,
-            "batch_size": size, "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
+            "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size, "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
 
 
 @torch.no_grad()
