@@ -103,10 +103,10 @@ class TrainConfig(DataOptions):
                        "training", COMPILE, resumable=True)
     captured_step: str = opt("auto", "on one CUDA GPU, record the whole training step (forward, loss, backward, "
                              "clipping, a fused AdamW) as CUDA graphs, one per padded batch shape, and replay them: "
-                             "one launch a step. auto: on where the run can be captured (one CUDA process, fp32 with TF32; "
-                             "proven equal to the eager step on an H100, 3.4x faster for bert-base); on: use it (refused where the run cannot be captured: "
-                             "several processes, accumulation, 16-bit mixed precision, --compile); off", "training",
-                             CAPTURED_STEPS, resumable=True)
+                             "one launch a step. auto: on where the run can be captured (proven equal to the eager "
+                             "step on an H100, 3.4x faster for bert-base); on: use it (refused where the run cannot "
+                             "be captured: several processes, accumulation, 16-bit mixed precision, --compile); off",
+                             "training", CAPTURED_STEPS, resumable=True)
     dataloader_workers: Optional[int] = opt(None, "processes that collate batches (default: 2 on CUDA GPUs, with "
                                             "pinned memory and copies that do not block; 0 on CPUs, whose cores "
                                             "train)", "training", metavar="N", resumable=True)

@@ -176,9 +176,9 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
                 if given is not None:         # refused before the teacher's work
                     t.check_same_labels(schema, given, cfg.train_file)
                 if features and classifier.backend != "pytorch":
-                    raise ConfigError(f"--feature-weight: the teacher {cfg.teacher} is an exported ({classifier.backend}) "
-                                      "model, whose hidden states are not read; give its PyTorch folder, or leave "
-                                      "--feature-weight at 0")
+                    raise ConfigError(f"--feature-weight: the teacher {cfg.teacher} is an exported "
+                                      f"({classifier.backend}) model, whose hidden states are not read; give its "
+                                      "PyTorch folder, or leave --feature-weight at 0")
                 log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
                 soft, teacher_features = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet,
                                                            features)

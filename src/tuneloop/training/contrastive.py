@@ -4,8 +4,9 @@ before the training loop.
 1. The body, trained contrastively on pairs of rows (`make_pairs`: as the setfit package, every pair of rows of a
    single-label set, same-class pairs with target 1 and other-class pairs with target 0 made as many; larger or
    multi-label sets: rounds pairing each row with a random row of its class and one of another class, the targets
-   the Jaccard similarity of the two label sets for multi-label); the cosine similarity of the two rows' embeddings is pulled to the target (mean squared error, as
-   sentence-transformers' CosineSimilarityLoss), AdamW with 10% warmup and a linear decay.
+   the Jaccard similarity of the two label sets for multi-label); the cosine similarity of the two rows'
+   embeddings is pulled to the target (mean squared error, as sentence-transformers' CosineSimilarityLoss), AdamW
+   with 10% warmup and a linear decay.
 2. The head: a logistic regression (one per label for multi-label) fitted on the embeddings of every training row,
    copied into the model's final classification Linear, so that the model's softmax (sigmoid) is the regression's
    predict_proba.
@@ -285,7 +286,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
     return {"pairs": len(first), "steps": total, "epochs": cfg.setfit_epochs, "iterations": cfg.setfit_iterations,
-            "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size, "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
+            "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
+            "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
 
 
 @torch.no_grad()
