@@ -177,15 +177,13 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int | None = None) -> dict:
-    """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows;
-    return the record: the chosen route and every figure (Classifier's gate_folder writes it into the folder).
-    Batches of `batch_size` rows at most: by default 64 on a CPU, on a GPU predict's own (classifier.CHUNK)."""
+def gate(clf, batch_size: int = 64) -> dict:
+    """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows, in
+    batches of `batch_size` rows at most; return the record: the chosen route and every figure (Classifier's
+    gate_folder writes it into the folder)."""
     from ..runtime.machine import cpu_flags
-    from .classifier import CHUNK
 
     device = clf.device.type
-    batch_size = batch_size or (CHUNK if device == "cuda" else 64)
     rows, names, main = gate_rows(clf)
     reference, fp32_speed = _measure(clf, rows, names, batch_size)
     checks, stage = {}, None

@@ -94,7 +94,7 @@ def gate_precision(run) -> None:
         return
     try:
         with run.timeline.phase("precision gate"):
-            cpu = run.accelerator.device.type == "cpu"     # a GPU times predict's own batches (routes.gate)
+            cpu = run.accelerator.device.type == "cpu"     # a GPU times predict's own batches (gate_folder)
             record = gate_folder(run.output_dir / MODEL_DIR, cpu=cpu,
                                  batch_size=run.config.eval_batch_size if cpu else None)
     except Exception as e:  # noqa: BLE001 - the model is saved; only the faster route is missing
