@@ -92,6 +92,18 @@ def test_pairs_are_setfits():
     assert 0 < target.mean() < 1 and len(set(target.round(3))) >= 3
 
 
+def test_the_card_says_which_pairs_were_drawn():
+    from tuneloop.report.fmt import setfit_stage_rows
+
+    stage = {"method": "setfit", "pairs": 7680, "steps": 480, "epochs": 1, "batch_size": 16, "lr": 2e-5,
+             "pooling": "mean", "head": "logistic"}
+    rows = dict(setfit_stage_rows({**stage, "iterations": None, "pair_limit": contrastive.PAIR_LIMIT}))
+    assert rows["pairs"].startswith("7680 (every pair of training rows, as the setfit package")
+    assert rows["pairs"].endswith(f"at most {contrastive.PAIR_LIMIT:,} of each kind)")
+    rows = dict(setfit_stage_rows({**stage, "iterations": 20, "pair_limit": None}))
+    assert "(at most 20 × the training rows of each kind" in rows["pairs"]
+
+
 def test_the_body_optimizer_leaves_the_head_out():
     from tuneloop.model.optim import build_optimizer
 
