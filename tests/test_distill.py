@@ -239,8 +239,9 @@ def test_the_feature_loss_is_the_cosine_distance_of_the_mean_hidden_states(tiny_
     cached = SoftTargets.load(out / "distill" / "soft_targets.npz")
     assert cached.features.shape == (64 + 24, model.config.hidden_size)   # every text's features, once
     tuneloop.distill(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=files["labelled"],
-                     validation_file=files["dev"], compare_labels_only=False, max_steps=6,
+                     validation_file=files["dev"], compare_labels_only=False, max_steps=6, feature_weight=0.0,
                      **options(tiny_model, tmp_path / "plain"))
+    assert SoftTargets.load(tmp_path / "plain" / "distill" / "soft_targets.npz").features is None   # none computed
     from safetensors.torch import load_file
 
     with_term, without = (load_file(folder / "model" / "model.safetensors") for folder in (out, tmp_path / "plain"))
@@ -248,6 +249,13 @@ def test_the_feature_loss_is_the_cosine_distance_of_the_mean_hidden_states(tiny_
     moved = [k for k in with_term if "encoder.layer" in k and not torch.equal(with_term[k], without[k])]
     assert moved                                   # the same seed and rows: only the feature term differs
     assert results["eval"]["accuracy"] >= 0
+    # by default: on where the teacher is a PyTorch model as wide as the student, off for a soft-label file
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.experiments import distill as d
+
+    wide = TrainConfig(teacher=teacher, model=tiny_model)
+    assert d.feature_weight(wide) == d.FEATURE_WEIGHT and d.feature_weight(wide.replace(feature_weight=0.0)) == 0
+    assert d.feature_weight(TrainConfig(teacher=files["soft"], model=tiny_model)) == 0
 
 
 def test_the_feature_loss_is_refused_where_features_cannot_be_compared(tiny_model, files, tmp_path, capsys):
@@ -271,6 +279,10 @@ def test_the_feature_loss_is_refused_where_features_cannot_be_compared(tiny_mode
     assert main(["distill", "--teacher", str(wide), "--unlabeled-file", files["unlabeled"], "--output-dir",
                  str(tmp_path / "c"), *common[:-1], "-1"]) == 2
     assert "--feature-weight: must be >= 0" in capsys.readouterr().err
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.experiments.distill import feature_weight
+
+    assert feature_weight(TrainConfig(teacher=str(wide), model=tiny_model)) == 0     # by default: off, not refused
 
 
 def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length():

@@ -241,10 +241,11 @@ class TrainConfig(DataOptions):
                              metavar="T", commands=DISTILL)
     gold_weight: float = opt(0.5, "weight of the gold-label loss on rows --train-file labels, added to the "
                              "soft-target loss", "distillation", metavar="W", commands=DISTILL)
-    feature_weight: float = opt(0.0, "weight of a feature loss, added to the soft-target loss: the cosine distance "
-                                "between the student's sentence features (the mean of its last hidden states) and "
-                                "the teacher's, as DistilBERT's cosine loss (a model teacher of the student's width)",
-                                "distillation", metavar="W", commands=DISTILL)
+    feature_weight: Optional[float] = opt(None, "weight of a feature loss, added to the soft-target loss: the cosine "
+                                          "distance between the student's sentence features (the mean of its last "
+                                          "hidden states) and the teacher's, as DistilBERT's cosine loss. Default: 1 "
+                                          "where the teacher is a PyTorch model as wide as the student, else 0",
+                                          "distillation", metavar="W", commands=DISTILL)
     compare_labels_only: bool = opt(True, "with --train-file: also train the same student on the labelled rows "
                                     "alone, for comparison (results.json's distillation.labels_only)",
                                     "distillation", commands=DISTILL, resumable=True)
@@ -344,8 +345,8 @@ class TrainConfig(DataOptions):
              f"must be a positive number, got {self.temperature}")
         need(math.isfinite(self.gold_weight) and self.gold_weight >= 0, "gold_weight",
              f"must be >= 0, got {self.gold_weight}")
-        need(math.isfinite(self.feature_weight) and self.feature_weight >= 0, "feature_weight",
-             f"must be >= 0, got {self.feature_weight}")
+        need(self.feature_weight is None or (math.isfinite(self.feature_weight) and self.feature_weight >= 0),
+             "feature_weight", f"must be >= 0, got {self.feature_weight}")
         need(self.student_layers is None or self.student_layers >= 1, "student_layers",
              f"must be at least 1, got {self.student_layers}")
 

@@ -78,6 +78,7 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     from accelerate import PartialState
 
     check_options(config)
+    config = config.replace(feature_weight=feature_weight(config))    # recorded as decided (a resume keeps it)
     out = Path(config.output_dir)
     state = PartialState(cpu=machine.use_cpu(config.cpu))
     resume = config.resume is not None
@@ -232,6 +233,31 @@ def student_model(cfg: TrainConfig, folder: Path) -> str:
             keep_layers(cfg.model, cfg.student_layers, init)
         student = str(init)
     return student
+
+
+# --feature-weight's default where the features can be compared. Measured with 1 (bench_distill.py, 3 seeds, 3,000
+# unlabelled texts, a 3-layer MiniLM student of a fine-tuned MiniLM): accuracy 0.664 -> 0.673 on the docstrings set and
+# 0.721 -> 0.734 on MRPC (95.4% -> 96.6% and 94.9% -> 96.6% of the teacher's), 5 of 6 seeds up, one level.
+FEATURE_WEIGHT = 1.0
+
+
+def feature_weight(cfg: TrainConfig) -> float:
+    """--feature-weight as given, else FEATURE_WEIGHT where the teacher is a PyTorch model as wide as the student (0
+    for a soft-label file, an exported teacher, or another width)."""
+    if cfg.feature_weight is not None:
+        return cfg.feature_weight
+    if t.is_soft_label_file(cfg.teacher):
+        return 0.0
+    from ..model.onnx_model import is_onnx_folder
+    from ..predict.classifier import model_folder
+
+    if is_onnx_folder(model_folder(cfg.teacher)):
+        return 0.0
+    try:
+        sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
+    except Exception:  # noqa: BLE001 - a config it cannot read: no feature loss (loading the teacher says why)
+        return 0.0
+    return FEATURE_WEIGHT if sizes[0] is not None and sizes[0] == sizes[1] else 0.0
 
 
 def check_feature_sizes(cfg: TrainConfig) -> None:

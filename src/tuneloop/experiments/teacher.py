@@ -173,12 +173,13 @@ def features_in_logits(model):
 
 
 def hidden_size(model_name: str) -> int | None:
-    """A model's (or folder's) hidden size, from its config; None when the config names none."""
+    """A model's (a model or run folder's, a Hub id's) hidden size, from its config; None when it names none."""
     from transformers import AutoConfig
 
     from ..model.loading import resolve_model
+    from ..predict.classifier import model_folder
 
-    config = AutoConfig.from_pretrained(resolve_model(model_name))
+    config = AutoConfig.from_pretrained(resolve_model(str(model_folder(model_name))))
     return next((getattr(config, f) for f in ("hidden_size", "d_model", "dim", "n_embd") if hasattr(config, f)),
                 None)
 
