@@ -271,8 +271,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.student_epochs:
         STUDENT["epochs"] = args.student_epochs
-    if args.feature_weight is not None:
-        STUDENT["feature_weight"] = args.feature_weight
+    STUDENT["feature_weight"] = args.feature_weight       # None: tuneloop distill's default (1 where it applies)
     if args.unlabelled:
         for sizes in SIZES.values():
             sizes["unlabelled"] = args.unlabelled
@@ -286,7 +285,9 @@ def main() -> None:
             if "unlabelled" not in options:     # parts from before --unlabelled: the recipe's 2 epochs by default
                 return f"{name}, student {options.get('epochs', 2)} epochs"
             epochs = f"{options['epochs']} epochs" if "epochs" in options else "the default epochs (500-step floor)"
-            features = f", feature weight {options['feature_weight']:g}" if options.get("feature_weight") else ""
+            weight = options.get("feature_weight", 0)           # parts from before the feature loss: none
+            features = "" if weight == 0 else ", feature weight the default" if weight is None else \
+                f", feature weight {weight:g}"
             return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}{features}"
 
         merged = {**parts[0], "datasets": {key(p, k): v for p in parts for k, v in p["datasets"].items()},
