@@ -64,7 +64,8 @@ ROUNDS = 20                 # rounds of pairs by default above UNIQUE_PAIRS_ROWS
 # Why no tighter default limit: capped at 20 × rows of each kind (until 2026-11-27), the questions set at 16 rows per
 # class (6 classes) trained on 3,840 pairs against the package's 7,680 and scored 0.840 against its 0.851 (seeds
 # 1-3); with every pair, as the package, 0.853 (benchmarks/results/2026-11-26-epyc-2c-small-data-fewshot.json).
-# 16,384 of each kind is every pair at 32 rows per class on 6 classes (15,360), about 8 minutes on a 2-core CPU.
+# 16,384 of each kind is every pair at 32 rows per class on 6 classes (15,360); 2,048 steps at most, about 10
+# minutes at the 0.29 s a step that questions 16 took on a 2-core EPYC beside another job (an estimate).
 
 
 def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
