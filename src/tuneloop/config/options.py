@@ -275,10 +275,10 @@ class TrainConfig(DataOptions):
         need(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
         if self.max_steps is not None:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
-        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_iterations",
-                     "setfit_epochs", "setfit_batch_size"):
-            if name != "setfit_iterations" or self.setfit_iterations is not None:
-                need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_epochs",
+                     "setfit_batch_size"):
+            need(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        need(self.setfit_iterations is None or self.setfit_iterations >= 1, "setfit_iterations", "must be at least 1")
         need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         need(self.auto_budget > 0, "auto_budget", f"must be > 0 seconds, got {self.auto_budget}")

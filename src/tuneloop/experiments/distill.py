@@ -88,7 +88,6 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
             clear(out / DISTILL_DIR)
     with library_output(config.quiet), console_logging(config.quiet):
         if state.is_main_process:
-            check_feature_sizes(config)
             table = student_table(config, out / DISTILL_DIR)
             table["student"] = student_model(config, out / DISTILL_DIR)
             config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
@@ -158,10 +157,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
     key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns))
     cached = folder / SOFT_TARGETS_FILE
     targets = SoftTargets.load(cached) if cached.is_file() else None
-    features = cfg.feature_weight > 0
-    if features and from_file:
-        raise ConfigError("--feature-weight: a soft-label file holds no teacher features; give a model as --teacher "
-                          "or leave --feature-weight at 0")
+    features = cfg.feature_weight > 0           # never for a soft-label file (feature_weight refuses it)
     if targets is not None and targets.key == key and (targets.features is not None or not features):
         log.info(f"teacher outputs: reusing {cached} (computed earlier for these texts and this teacher)")
     else:
@@ -176,16 +172,12 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
                 schema = classifier.label_schema
                 if given is not None:         # refused before the teacher's work
                     t.check_same_labels(schema, given, cfg.train_file)
-                if features and classifier.backend != "pytorch":
-                    raise ConfigError(f"--feature-weight: the teacher {cfg.teacher} is an exported "
-                                      f"({classifier.backend}) model, whose hidden states are not read; give its "
-                                      "PyTorch folder, or leave --feature-weight at 0")
                 log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
                 soft, teacher_features = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet,
                                                            features)
         gold = np.r_[np.zeros(len(texts.items), np.int8), np.ones(len(rows) - len(texts.items), np.int8)]
         targets = SoftTargets(soft.reshape(len(rows), -1), gold, schema, key,
-                              teacher_features if features and not from_file else None)
+                              teacher_features if features else None)
         targets.save(cached)
     for source, labelled in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
         if labelled is not None:
@@ -242,34 +234,35 @@ FEATURE_WEIGHT = 1.0
 
 
 def feature_weight(cfg: TrainConfig) -> float:
-    """--feature-weight as given, else FEATURE_WEIGHT where the teacher is a PyTorch model as wide as the student (0
-    for a soft-label file, an exported teacher, or another width)."""
-    if cfg.feature_weight is not None:
-        return cfg.feature_weight
-    if t.is_soft_label_file(cfg.teacher):
+    """The feature loss's weight, decided from the configs before the teacher's work: --feature-weight as given —
+    refused (one line) where the features cannot be compared: a soft-label file (no teacher features), an exported
+    teacher (its hidden states are not read), a student (--model, however many layers it keeps) of another width —
+    and by default FEATURE_WEIGHT where they can, else 0."""
+    asked = cfg.feature_weight
+    if asked == 0:
         return 0.0
     from ..model.onnx_model import is_onnx_folder
     from ..predict.classifier import model_folder
 
-    if is_onnx_folder(model_folder(cfg.teacher)):
+    why = ("a soft-label file holds no teacher features; give a model as --teacher"
+           if t.is_soft_label_file(cfg.teacher) else
+           f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch folder"
+           if is_onnx_folder(model_folder(cfg.teacher)) else None)
+    if why is None:
+        try:
+            sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
+        except Exception:  # noqa: BLE001 - by default: no feature loss (loading the teacher says what is wrong)
+            if asked is None:
+                return 0.0
+            raise
+        if None in sizes or sizes[0] != sizes[1]:
+            why = (f"the student's hidden size ({sizes[1]}) is not the teacher's ({sizes[0]}), so their features "
+                   "cannot be compared; cut the student from a model of the teacher's width (--student-layers)")
+    if why is None:
+        return FEATURE_WEIGHT if asked is None else asked
+    if asked is None:
         return 0.0
-    try:
-        sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
-    except Exception:  # noqa: BLE001 - a config it cannot read: no feature loss (loading the teacher says why)
-        return 0.0
-    return FEATURE_WEIGHT if sizes[0] is not None and sizes[0] == sizes[1] else 0.0
-
-
-def check_feature_sizes(cfg: TrainConfig) -> None:
-    """With --feature-weight, the student (--model, however many of its layers it keeps) must be as wide as the
-    teacher: the features are compared as they are. Checked from the configs, before the teacher's work."""
-    if cfg.feature_weight <= 0 or t.is_soft_label_file(cfg.teacher):
-        return
-    sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
-    if None in sizes or sizes[0] != sizes[1]:
-        raise ConfigError(f"--feature-weight: the student's hidden size ({sizes[1]}) is not the teacher's "
-                          f"({sizes[0]}), so their features cannot be compared; cut the student from a model of "
-                          "the teacher's width (--student-layers), or leave --feature-weight at 0")
+    raise ConfigError(f"--feature-weight: {why}, or leave --feature-weight at 0")
 
 
 def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:

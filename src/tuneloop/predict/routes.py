@@ -147,10 +147,10 @@ def timed_rows(rows, device_type: str):
     return type(rows)({k: [v[i] for i in picked] for k, v in rows.columns.items() if k not in (ROW, LABELS)})
 
 
-def _measure(clf, rows, names, batch_size: int) -> tuple[dict, float]:
-    """({"metrics", "logits"} on `rows`, rows/s of a timed pass over `timed_rows` of them, after an untimed one)."""
+def _measure(clf, rows, timed, names, batch_size: int) -> tuple[dict, float]:
+    """({"metrics", "logits"} on `rows`, rows/s of a pass over `timed` (`timed_rows` of them), after an untimed
+    one)."""
     acc = clf.run(rows, batch_size=batch_size, metric_names=names)
-    timed = timed_rows(rows, clf.device.type)
     if clf.device.type == "cuda":          # its batch shapes once untimed: a GPU's first call of a shape costs more
         clf.run(timed, batch_size=batch_size)  # (bf16 on an H100: 3,582 rows/s on a first call, 13,022 on the next)
     started = time.perf_counter()
@@ -177,7 +177,7 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int = 64) -> dict:
+def gate(clf, batch_size: int) -> dict:
     """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows, in
     batches of `batch_size` rows at most; return the record: the chosen route and every figure (Classifier's
     gate_folder writes it into the folder)."""
@@ -185,7 +185,8 @@ def gate(clf, batch_size: int = 64) -> dict:
 
     device = clf.device.type
     rows, names, main = gate_rows(clf)
-    reference, fp32_speed = _measure(clf, rows, names, batch_size)
+    timed = timed_rows(rows, device)
+    reference, fp32_speed = _measure(clf, rows, timed, names, batch_size)
     checks, stage = {}, None
     try:
         for route in CANDIDATES.get(device, ()):
@@ -197,7 +198,7 @@ def gate(clf, batch_size: int = 64) -> dict:
                 candidate = staged_onnx(clf, stage)
             else:
                 candidate = clf.with_route(route)
-            result, speed = _measure(candidate, rows, names, batch_size)
+            result, speed = _measure(candidate, rows, timed, names, batch_size)
             checks[route] = {**compare(reference, result, main, clf.objective, clf.rule,
                                        min_agreement=MIN_AGREEMENT),
                              "rows_per_s": round(speed, 1), "speedup": round(speed / fp32_speed, 3)}
@@ -214,7 +215,7 @@ def gate(clf, batch_size: int = 64) -> dict:
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
     return {"route": chosen,
             "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
-            "timed_rows": len(timed_rows(rows, device)), "batch_size": batch_size,
+            "timed_rows": len(timed), "batch_size": batch_size,
             "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
             "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
                     f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
