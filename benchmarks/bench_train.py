@@ -202,6 +202,8 @@ def read_tuneloop(run_dir: str, child: dict) -> dict:
         if key in tr:
             out[ours] = tr[key]
     out["tuneloop_results"] = {"eval": ev, "train": tr}
+    if "timeline" in res:         # where the process's seconds went outside the loop (load, evaluations, saves)
+        out["timeline"] = res["timeline"]
     return out
 
 
