@@ -261,6 +261,8 @@ def main() -> None:
                         "tuneloop distill's: enough for its 500-step floor)")
     parser.add_argument("--feature-weight", type=float, default=None, help="the distilled student's --feature-weight "
                         "(default: tuneloop distill's)")
+    parser.add_argument("--temperature", type=float, default=None, help="the distilled student's --temperature "
+                        "(default: tuneloop distill's)")
     parser.add_argument("--unlabelled", type=int, default=None, help="the student's unlabelled texts (default: "
                         "SIZES' per data set)")
     parser.add_argument("--retime", default=None, help="measure rows/s again (under the lock) for the data sets of "
@@ -272,6 +274,8 @@ def main() -> None:
     if args.student_epochs:
         STUDENT["epochs"] = args.student_epochs
     STUDENT["feature_weight"] = args.feature_weight       # None: tuneloop distill's default (1 where it applies)
+    if args.temperature is not None:
+        STUDENT["temperature"] = args.temperature
     if args.unlabelled:
         for sizes in SIZES.values():
             sizes["unlabelled"] = args.unlabelled
@@ -288,7 +292,8 @@ def main() -> None:
             weight = options.get("feature_weight", 0)           # parts from before the feature loss: none
             features = "" if weight == 0 else ", feature weight the default" if weight is None else \
                 f", feature weight {weight:g}"
-            return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}{features}"
+            heat = "" if options.get("temperature", 2.0) == 2.0 else f", temperature {options['temperature']:g}"
+            return f"{name}, {options['unlabelled']} unlabelled texts, student {epochs}{features}{heat}"
 
         merged = {**parts[0], "datasets": {key(p, k): v for p in parts for k, v in p["datasets"].items()},
                   "parts": [{k: p[k] for k in ("load_start", "load_end", "wall_s", "machine", "distill_options")}
