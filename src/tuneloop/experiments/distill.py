@@ -234,35 +234,42 @@ FEATURE_WEIGHT = 1.0
 
 
 def feature_weight(cfg: TrainConfig) -> float:
-    """The feature loss's weight, decided from the configs before the teacher's work: --feature-weight as given —
-    refused (one line) where the features cannot be compared: a soft-label file (no teacher features), an exported
-    teacher (its hidden states are not read), a student (--model, however many layers it keeps) of another width —
-    and by default FEATURE_WEIGHT where they can, else 0."""
+    """The feature loss's weight, decided from the configs before the teacher's work: --feature-weight as given, or by
+    default FEATURE_WEIGHT where the features can be compared, else 0; an explicit weight where they cannot
+    (`_features_differ`) is refused with one line."""
     asked = cfg.feature_weight
     if asked == 0:
         return 0.0
-    from ..model.onnx_model import is_onnx_folder
-    from ..predict.classifier import model_folder
-
-    why = ("a soft-label file holds no teacher features; give a model as --teacher"
-           if t.is_soft_label_file(cfg.teacher) else
-           f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch folder"
-           if is_onnx_folder(model_folder(cfg.teacher)) else None)
-    if why is None:
-        try:
-            sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
-        except Exception:  # noqa: BLE001 - by default: no feature loss (loading the teacher says what is wrong)
-            if asked is None:
-                return 0.0
-            raise
-        if None in sizes or sizes[0] != sizes[1]:
-            why = (f"the student's hidden size ({sizes[1]}) is not the teacher's ({sizes[0]}), so their features "
-                   "cannot be compared; cut the student from a model of the teacher's width (--student-layers)")
+    try:
+        why = _features_differ(cfg)
+    except Exception:  # noqa: BLE001 - by default: no feature loss (loading the teacher says what is wrong)
+        if asked is None:
+            return 0.0
+        raise
     if why is None:
         return FEATURE_WEIGHT if asked is None else asked
     if asked is None:
         return 0.0
     raise ConfigError(f"--feature-weight: {why}, or leave --feature-weight at 0")
+
+
+def _features_differ(cfg: TrainConfig) -> str | None:
+    """Why the teacher's and the student's features cannot be compared (None: they can): a soft-label file has no
+    teacher features, an exported teacher's hidden states are not read, a student (--model, however many layers it
+    keeps) of another width has features of another size."""
+    from ..model.onnx_model import is_onnx_folder
+    from ..predict.classifier import model_folder
+
+    if t.is_soft_label_file(cfg.teacher):
+        return "a soft-label file holds no teacher features; give a model as --teacher"
+    if is_onnx_folder(model_folder(cfg.teacher)):
+        return (f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch "
+                "folder")
+    sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
+    if None in sizes or sizes[0] != sizes[1]:
+        return (f"the student's hidden size ({sizes[1]}) is not the teacher's ({sizes[0]}), so their features cannot "
+                "be compared; cut the student from a model of the teacher's width (--student-layers)")
+    return None
 
 
 def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:
