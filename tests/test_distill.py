@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from conftest import SPECIALS, WORDS, fast_options, keyword_pair
 import tuneloop
 from tuneloop.cli import main
 from tuneloop.data.soft_targets import SoftTargets
-from tuneloop.exceptions import TuneloopError
+from tuneloop.exceptions import Interrupted, TuneloopError
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -111,6 +113,39 @@ def test_student_layers_keep_every_other_layer(tiny_model, tmp_path):
         keep_layers(tiny_model, 3, tmp_path / "too-many")
 
 
+def test_student_layers_can_name_the_layers_to_keep(tiny_model, tmp_path):
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from tuneloop.model.shrink import keep_layers
+
+    deep = tmp_path / "four-layers"
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(deep)
+    AutoTokenizer.from_pretrained(tiny_model).save_pretrained(deep)
+    assert keep_layers(str(deep), [0, 3], tmp_path / "ends") == [0, 3]
+    assert json.loads((tmp_path / "ends" / "config.json").read_text())["num_hidden_layers"] == 2
+    source, student = load_file(deep / "model.safetensors"), load_file(tmp_path / "ends" / "model.safetensors")
+    for mine, theirs in ((0, 0), (1, 3)):          # the student's layer 1 is the source's layer 3
+        names = [k for k in student if f"encoder.layer.{mine}." in k]
+        assert names and all(torch.equal(student[k], source[k.replace(f".{mine}.", f".{theirs}.", 1)])
+                             for k in names)
+    assert keep_layers(str(deep), [2], tmp_path / "two") == [0, 2]         # one number: how many, evenly spaced
+    with pytest.raises(TuneloopError, match="numbered 0 to 3"):
+        keep_layers(str(deep), [0, 4], tmp_path / "no-such-layer")
+
+
+@pytest.mark.parametrize("given, message", [("2,1", "list distinct layers in order"),
+                                            ("0,0", "list distinct layers in order"),
+                                            ("0", "must be at least 1")])
+def test_student_layers_that_cannot_be_kept_are_one_line(files, tmp_path, capsys, given, message):
+    assert main(["distill", "--teacher", files["soft"], "--student-layers", given,
+                 "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--student-layers" in err and message in err and len(err.splitlines()) == 1
+
+
 def test_soft_label_file_teacher_gives_an_ordinary_model_that_exports(tiny_model, files, tmp_path):
     out = tmp_path / "student"
     results = tuneloop.distill(teacher=files["soft"], train_file=files["labelled"], validation_file=files["dev"],
@@ -175,13 +210,20 @@ def test_kill_and_resume_equals_an_unbroken_run_without_the_teacher_again(tiny_m
         if state.step == 6:                       # after the checkpoint of step 4: the process dies here
             raise KeyboardInterrupt
 
+    def stop_button(state):                       # SIGINT: a checkpoint, then one line saying how to go on
+        if state.step == 5:
+            os.kill(os.getpid(), signal.SIGINT)
+
     with pytest.raises(KeyboardInterrupt):
         tuneloop.distill(**common, on_step=kill, **options(tiny_model, tmp_path / "broken"))
+    with pytest.raises(Interrupted, match=r"Resume with: tuneloop distill --output-dir .*tuneloop\.distill\(\.\.\."):
+        tuneloop.distill(**common, on_step=stop_button, **options(tiny_model, tmp_path / "stopped"))
     monkeypatch.setattr(teacher_module, "teacher_outputs", lambda *a, **k: pytest.fail("teacher recomputed"))
-    tuneloop.distill(**common, resume="latest", **options(tiny_model, tmp_path / "broken"))
     a = load_file(tmp_path / "unbroken" / "model" / "model.safetensors")
-    b = load_file(tmp_path / "broken" / "model" / "model.safetensors")
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    for run in ("broken", "stopped"):
+        tuneloop.distill(**common, resume="latest", **options(tiny_model, tmp_path / run))
+        b = load_file(tmp_path / run / "model" / "model.safetensors")
+        assert all(torch.equal(a[k], b[k]) for k in a), run
 
 
 def test_two_cpu_processes_train_what_one_does(tiny_model, files, tmp_path):

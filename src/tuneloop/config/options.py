@@ -233,9 +233,10 @@ class TrainConfig(DataOptions):
     unlabeled_file: Optional[str] = opt(None, "texts without labels for the teacher to label (the main source of "
                                         "training rows; --train-file adds labelled rows)", "distillation",
                                         metavar="FILE", commands=DISTILL)
-    student_layers: Optional[int] = opt(None, "the student keeps N of --model's transformer layers, evenly spaced "
-                                        "from the first (3 of 6: every other one, DistilBERT's initialisation)",
-                                        "distillation", metavar="N", commands=DISTILL)
+    student_layers: Optional[list[int]] = opt(None, "the student keeps N of --model's transformer layers, evenly "
+                                              "spaced from the first (3 of 6: 0, 2, 4, DistilBERT's initialisation), "
+                                              "or the layers listed, counted from 0 (e.g. 0,2,5)",
+                                              "distillation", metavar="N|I,J,..", commands=DISTILL)
     temperature: float = opt(2.0, "softmax temperature T of the teacher's and student's outputs in the distillation "
                              "loss (T² × soft-target cross entropy; regression has none)", "distillation",
                              metavar="T", commands=DISTILL)
@@ -347,8 +348,11 @@ class TrainConfig(DataOptions):
              f"must be >= 0, got {self.gold_weight}")
         need(self.feature_weight is None or (math.isfinite(self.feature_weight) and self.feature_weight >= 0),
              "feature_weight", f"must be >= 0, got {self.feature_weight}")
-        need(self.student_layers is None or self.student_layers >= 1, "student_layers",
-             f"must be at least 1, got {self.student_layers}")
+        layers = self.student_layers
+        given = ",".join(map(str, layers or ()))
+        need(layers is None or len(layers) > 1 or layers[0] >= 1, "student_layers", f"must be at least 1, got {given}")
+        need(layers is None or len(layers) == 1 or (min(layers) >= 0 and list(layers) == sorted(set(layers))),
+             "student_layers", f"list distinct layers in order, counted from 0 (e.g. 0,2,5), got {given}")
 
     def changes(self) -> dict:
         """The options whose values differ from the defaults (what a TrainConfig object says, as a layer of

@@ -1,6 +1,7 @@
 """A smaller model from a bigger one: keep some of its transformer layers, evenly spaced from the first (3 of 6:
-layers 0, 2 and 4, every other one, as DistilBERT's student was initialised from BERT), and save it as a model
-folder that trains like any other (`tuneloop distill --student-layers N`). Cut from a sentence-transformer (the
+layers 0, 2 and 4, every other one, as DistilBERT's student was initialised from BERT) or the ones named, and save
+it as a model folder that trains like any other (`tuneloop distill --student-layers N` or `--student-layers 0,2,5`).
+Which layers matters by data set: see docs/guides/distill.md ("Which layers"). Cut from a sentence-transformer (the
 embedded MiniLM), the student's classifier reads the mean of its hidden states, not L2-normalised (model/pooling.py's
 MEAN_RAW, recorded in its config). Measured on the docstrings set (6 classes, 70 steps at lr 1e-4): a 3-layer MiniLM
 reading BERT's pooler of the first token gave every text nearly the same small features and stayed at chance (1/6),
@@ -37,10 +38,24 @@ def _layer_list(model):
     return None, None
 
 
-def keep_layers(model_name: str, keep: int, folder: str | Path) -> list[int]:
-    """Save `model_name` (an alias, folder or Hub id) with `keep` of its layers into `folder` (weights, config and
-    tokenizer); returns the kept layers' indices. Refuses a count it cannot make, and a model whose layers it
-    does not know where to find."""
+def chosen_layers(asked: list[int], total: int, model_name: str) -> list[int]:
+    """--student-layers as layer indices: one number is how many to keep (`kept_layers`), several are which ones
+    (counted from 0). Refuses a count or an index the model does not have."""
+    given = ",".join(map(str, asked))
+    if len(asked) == 1:
+        if not 1 <= asked[0] <= total:
+            raise TuneloopError(f"--student-layers {given}: {model_name} has {total} layers; choose 1 to {total}")
+        return kept_layers(total, asked[0])
+    if max(asked) >= total:
+        raise TuneloopError(f"--student-layers {given}: {model_name} has {total} layers, numbered 0 to {total - 1}")
+    return list(asked)
+
+
+def keep_layers(model_name: str, keep: int | list[int], folder: str | Path) -> list[int]:
+    """Save `model_name` (an alias, folder or Hub id) with some of its layers into `folder` (weights, config and
+    tokenizer): `keep` is how many (evenly spaced) or, as several indices, which (`chosen_layers`); returns the
+    kept layers' indices. Refuses a count or index it cannot make, and a model whose layers it does not know where
+    to find."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -50,10 +65,8 @@ def keep_layers(model_name: str, keep: int, folder: str | Path) -> list[int]:
     if layers is None:
         raise TuneloopError(f"--student-layers: cannot find the layers of {model_name} "
                             f"({type(model).__name__}); pass a smaller --model instead")
+    chosen = chosen_layers([keep] if isinstance(keep, int) else list(keep), len(layers), model_name)
     total = len(layers)
-    if not 1 <= keep <= total:
-        raise TuneloopError(f"--student-layers {keep}: {model_name} has {total} layers; choose 1 to {total}")
-    chosen = kept_layers(total, keep)
     parent = model
     for part in path.split(".")[:-1]:
         parent = getattr(parent, part)
@@ -61,7 +74,7 @@ def keep_layers(model_name: str, keep: int, folder: str | Path) -> list[int]:
     field = next((f for f in COUNT_FIELDS if hasattr(model.config, f)), None)
     if field is None:
         raise TuneloopError(f"--student-layers: {model_name}'s config names no layer count; pass a smaller --model")
-    setattr(model.config, field, keep)
+    setattr(model.config, field, len(chosen))
     if getattr(model.config, "layer_types", None):          # per-layer attention kinds (newer configs)
         model.config.layer_types = [model.config.layer_types[i] for i in chosen]
     for i, layer in enumerate(model_layers(model)):          # caches index layers by their position
@@ -76,7 +89,7 @@ def keep_layers(model_name: str, keep: int, folder: str | Path) -> list[int]:
     folder = Path(folder)
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(source).save_pretrained(folder)
-    log.info(f"student: {keep} of {model_name}'s {total} layers ({', '.join(map(str, chosen))}) in {folder}"
+    log.info(f"student: {len(chosen)} of {model_name}'s {total} layers ({', '.join(map(str, chosen))}) in {folder}"
              + (", reading the mean of its hidden states" if mean else ""))
     return chosen
 
