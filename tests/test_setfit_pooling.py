@@ -61,6 +61,24 @@ def test_auto_reads_the_declared_pooling(sentence_transformer, tiny_model):
     assert sentence_transformer_pooling(tiny_model) is None
 
 
+def test_a_model_alias_reads_its_folders_pooling_not_the_hubs(sentence_transformer, tmp_path, monkeypatch):
+    """`--model minilm` (the default) is an alias for a packaged folder: `auto` must read that folder's declared
+    pooling, as it does given the folder itself (it once asked the Hub for a model named "minilm")."""
+    import sys
+    import types
+
+    from tuneloop.model import loading
+
+    package = types.SimpleNamespace(get_model_path=lambda: sentence_transformer)
+    monkeypatch.setitem(sys.modules, "tiny_st_package", package)
+    monkeypatch.setitem(loading.ALIASES, "tiny-st", loading.Alias("tiny_st_package", "tiny-st-package", "x/tiny-st",
+                                                                  "a tiny sentence-transformer"))
+    train = pair_rows(32, 0)
+    result = tuneloop.train(**{**fast_options(sentence_transformer, **SETFIT), "model": "tiny-st"}, max_steps=2,
+                            train_file=write_pairs(tmp_path / "train.csv", train), output_dir=str(tmp_path / "run"))
+    assert result["setfit"]["pooling"] == "mean"
+
+
 def test_auto_swaps_the_pooler_for_the_mean_and_fits_the_head_on_it(mean_run):
     result, (texts, labels), _, out = mean_run
     assert result["setfit"]["pooling"] == "mean"

@@ -24,7 +24,7 @@ from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
 from ..model import pooling
 from ..model.attention import choose as choose_attention
-from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config
+from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config, resolve_model
 from ..model.lora import add_adapters, trainable_summary
 from ..model.optim import build_optimizer, build_scheduler
 from ..model.tokenizer import check_vocabulary, load_tokenizer
@@ -190,7 +190,9 @@ def setup_pooling(config: TrainConfig, model) -> str:
     is chosen; returns the choice, for config.yaml."""
     if config.method not in HEAD_FITTED:
         return config.setfit_pooling
-    chosen, why = pooling.choose(config.setfit_pooling, config.model, model, config.lora)
+    # the folder an alias stands for (the embedded MiniLM): its sentence-transformers files are read there, not
+    # looked up on the Hub under the alias (no such model: `auto` fell back to the pooler, after retries offline)
+    chosen, why = pooling.choose(config.setfit_pooling, resolve_model(config.model), model, config.lora)
     if chosen == "mean":
         pooling.use_mean(model)
     if config.setfit_pooling == "auto":
