@@ -136,6 +136,40 @@ def test_student_layers_can_name_the_layers_to_keep(tiny_model, tmp_path):
         keep_layers(str(deep), [0, 4], tmp_path / "no-such-layer")
 
 
+def test_the_student_is_cut_from_the_teacher_when_it_is_the_same_network(tiny_model, files, tmp_path, capsys):
+    """--student-init auto: a teacher fine-tuned from --model gives the student its own fine-tuned layers
+    (DistilBERT's initialisation); `model` cuts --model instead; a teacher of another network or without PyTorch
+    layers leaves it to --model; where it came from is in results.json."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForSequenceClassification
+
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["no", "yes"])
+    tuned = AutoModelForSequenceClassification.from_pretrained(teacher)
+    with torch.no_grad():                             # "fine-tuned": its layers are no longer the tiny BERT's
+        for p in tuned.bert.encoder.parameters():
+            p.add_(0.25)
+    tuned.save_pretrained(teacher)
+    common = dict(teacher=teacher, unlabeled_file=files["unlabeled"], student_layers=1, max_steps=2)
+    layer = "encoder.layer.0.attention.self.query.weight"
+    for init, source in (("auto", teacher), ("model", tiny_model)):
+        out = tmp_path / f"student-{init}"
+        result = tuneloop.distill(**common, student_init=init, **options(tiny_model, out))
+        assert result["distillation"]["setup"]["student_from"]["model"] == source
+        cut = load_file(out / "distill" / "student_init" / "model.safetensors")[layer]
+        assert torch.equal(cut, load_file(f"{source}/model.safetensors")["bert." + layer])
+    d = tuneloop.distill(teacher=files["soft"], student_layers=1, max_steps=2, **options(tiny_model, tmp_path / "f"))
+    assert d["distillation"]["setup"]["student_from"]["model"] == tiny_model      # a soft-label file: --model's
+    common = ["--model", tiny_model, "--output-dir", str(tmp_path / "refused")]
+    capsys.readouterr()
+    assert main(["distill", "--teacher", files["soft"], "--student-layers", "1", "--student-init", "teacher",
+                 *common]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--student-init teacher:" in err and "no PyTorch layers" in err and len(err.splitlines()) == 1
+    assert main(["distill", "--teacher", teacher, "--unlabeled-file", files["unlabeled"], "--student-init",
+                 "teacher", *common]) == 2
+    assert "give --student-layers N too" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("given, message", [("2,1", "list distinct layers in order"),
                                             ("0,0", "list distinct layers in order"),
                                             ("0", "must be at least 1")])

@@ -40,6 +40,7 @@ CALIBRATION = ("none", "temperature")               # decision/fit.py, decision/
 SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
 METHODS, SETFIT_HEADS = ("auto", "finetune", "setfit", "probe"), ("logistic", "end-to-end")   # training/choose.py
 SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
+STUDENT_INITS = ("auto", "teacher", "model")           # experiments/distill.py: what --student-layers cuts
 DECISIONS = ("argmax", "threshold")
 KEEP = ("best", "all")                               # experiments/runs.py
 PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
@@ -233,10 +234,14 @@ class TrainConfig(DataOptions):
     unlabeled_file: Optional[str] = opt(None, "texts without labels for the teacher to label (the main source of "
                                         "training rows; --train-file adds labelled rows)", "distillation",
                                         metavar="FILE", commands=DISTILL)
-    student_layers: Optional[list[int]] = opt(None, "the student keeps N of --model's transformer layers, evenly "
-                                              "spaced from the first (3 of 6: 0, 2, 4, DistilBERT's initialisation), "
-                                              "or the layers listed, counted from 0 (e.g. 0,2,5)",
+    student_layers: Optional[list[int]] = opt(None, "the student keeps N transformer layers (of the model "
+                                              "--student-init names), evenly spaced from the first (3 of 6: 0, 2, 4, "
+                                              "DistilBERT's choice), or the layers listed, counted from 0 (e.g. 0,2,5)",
                                               "distillation", metavar="N|I,J,..", commands=DISTILL)
+    student_init: str = opt("auto", "what --student-layers cuts the student from: teacher (its fine-tuned layers, "
+                            "DistilBERT's initialisation), model (--model's), or auto: the teacher when it is the "
+                            "same network as --model (e.g. fine-tuned from it), else --model", "distillation",
+                            choices=STUDENT_INITS, commands=DISTILL)
     temperature: float = opt(2.0, "softmax temperature T of the teacher's and student's outputs in the distillation "
                              "loss (T² × soft-target cross entropy; regression has none)", "distillation",
                              metavar="T", commands=DISTILL)
@@ -326,7 +331,7 @@ class TrainConfig(DataOptions):
         need_choices(self, (("mixed_precision", MIXED_PRECISION), ("recipe", RECIPES), ("attention", ATTENTION),
                             ("sampler", SAMPLERS), ("calibrate", CALIBRATION), ("decision", DECISIONS),
                             ("keep", KEEP), ("compile", COMPILE), ("captured_step", CAPTURED_STEPS),
-                            ("small_data", SMALL_DATA), ("method", METHODS),
+                            ("small_data", SMALL_DATA), ("method", METHODS), ("student_init", STUDENT_INITS),
                             ("setfit_head", SETFIT_HEADS), ("setfit_pooling", SETFIT_POOLINGS),
                             ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)))
         if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word

@@ -18,6 +18,7 @@ from ..exceptions import ConfigError
 from ..layout import CONFIG_FILE
 from ..runtime import machine
 from .options import PRESETS_DIR, TrainConfig, read_yaml_options
+from .parsing import coerce
 
 
 def default_output_dir(task: str | None) -> str:
@@ -70,6 +71,9 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
         raise ConfigError(unknown_options_message(unknown))
     if isinstance(user.get("text_columns"), str):          # text_columns="review" from Python: one column
         user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
+    if isinstance(user.get("student_layers"), (int, str)):  # student_layers=3 or "0,2,5" from Python: as the flag
+        field = TrainConfig.__dataclass_fields__["student_layers"]
+        user["student_layers"] = coerce(TrainConfig, field, user["student_layers"], source="student_layers")
     below = saved_run_options(user)
     layers = {**below, **user}
     chosen |= set(layers.pop("chosen", None) or ()) | set(below)

@@ -34,8 +34,8 @@ from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
 
 log = logging.getLogger("tuneloop")
-DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "temperature", "gold_weight", "feature_weight",
-                   "compare_labels_only")
+DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "student_init", "temperature", "gold_weight",
+                   "feature_weight", "compare_labels_only")
 # the student's epochs when you set neither --epochs nor --max-steps: enough for STUDENT_MIN_STEPS optimizer steps (at
 # most STUDENT_MAX_EPOCHS). Measured on the docstrings set (1,120 texts, 35 steps an epoch, a 3-layer MiniLM student,
 # seed 42-44): 70 steps kept 58% of the teacher's accuracy, 175 steps 88%, 525 steps (15 epochs) the figures of the
@@ -67,6 +67,12 @@ def check_options(cfg: TrainConfig) -> None:
         raise ConfigError("--unlabeled-file: give the texts the teacher labels (or a soft-label file as --teacher)")
     if file_teacher and cfg.unlabeled_file:
         raise ConfigError("--unlabeled-file: a soft-label file as --teacher brings its own texts; leave it out")
+    if cfg.student_init == "teacher" and not cfg.student_layers:
+        raise ConfigError("--student-init teacher: give --student-layers N too (the student is N of the teacher's "
+                          "layers)")
+    if cfg.student_init == "teacher" and _teacher_layers(cfg) is None:
+        raise ConfigError(f"--student-init teacher: {cfg.teacher} has no PyTorch layers to cut (a soft-label file or "
+                          "an exported model); use --student-init model")
     if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method not in ("finetune", "auto") or cfg.data_dir or cfg.task:
         raise ConfigError("tuneloop distill trains one student on your files: leave out --seeds, --num-seeds, "
                           "--folds, --method setfit, --task and --data-dir")
@@ -89,7 +95,7 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     with library_output(config.quiet), console_logging(config.quiet):
         if state.is_main_process:
             table = student_table(config, out / DISTILL_DIR)
-            table["student"] = student_model(config, out / DISTILL_DIR)
+            table["student"], table["student_from"] = student_model(config, out / DISTILL_DIR)
             config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
             atomic_write_json(out / DISTILL_DIR / DISTILL_SETUP, table)
         state.wait_for_everyone()
@@ -214,17 +220,47 @@ def _write_table(cfg, folder: Path, texts, given, soft, schema) -> dict:
     return table
 
 
-def student_model(cfg: TrainConfig, folder: Path) -> str:
-    """--model, or a copy of it with --student-layers of its layers (made once, in OUT/distill/student_init)."""
-    student = cfg.model
-    if cfg.student_layers:
-        from ..model.shrink import keep_layers
+def student_model(cfg: TrainConfig, folder: Path) -> tuple[str, dict]:
+    """(--model, or a copy of the model `student_source` names with --student-layers of its layers, made once in
+    OUT/distill/student_init; where it was cut from and why)."""
+    if not cfg.student_layers:
+        return cfg.model, {"model": cfg.model, "why": "--model as it is (no --student-layers)"}
+    from ..model.shrink import keep_layers
 
-        init = folder / STUDENT_INIT_DIR
-        if not (init / "config.json").is_file():
-            keep_layers(cfg.model, cfg.student_layers, init)
-        student = str(init)
-    return student
+    source, why = student_source(cfg)
+    init = folder / STUDENT_INIT_DIR
+    if not (init / "config.json").is_file():
+        log.info(f"student: cut from {source} ({why})")
+        keep_layers(source, cfg.student_layers, init)
+    return str(init), {"model": source, "why": why}
+
+
+def student_source(cfg: TrainConfig) -> tuple[str, str]:
+    """(the model --student-layers cuts the student from, why), by --student-init: the teacher's own folder (its
+    fine-tuned layers: DistilBERT's initialisation), --model, or by default the teacher where it is the same network
+    as --model. Measured (bench_distill.py, 3 seeds): cut from a fine-tuned MiniLM teacher, a 3-layer student kept
+    more of it than one cut from the pretrained MiniLM on both sets (see docs/guides/distill.md)."""
+    folder = _teacher_layers(cfg)               # --student-init teacher without any: refused by check_options
+    if cfg.student_init == "model":
+        return cfg.model, "--student-init model"
+    if cfg.student_init == "teacher":
+        return folder, "--student-init teacher"
+    if folder is None:
+        return cfg.model, "auto: the teacher has no PyTorch layers to cut (a soft-label file or an exported model)"
+    if t.same_network(folder, cfg.model):
+        return folder, "auto: the teacher is the same network as --model, so its fine-tuned layers"
+    return cfg.model, "auto: the teacher is another network than --model"
+
+
+def _teacher_layers(cfg: TrainConfig) -> str | None:
+    """The teacher's PyTorch model folder, or None (a soft-label file, an exported model)."""
+    from ..model.onnx_model import is_onnx_folder
+    from ..predict.classifier import model_folder
+
+    if t.is_soft_label_file(cfg.teacher):
+        return None
+    folder = model_folder(cfg.teacher)
+    return None if is_onnx_folder(folder) else str(folder)
 
 
 # --feature-weight's default where the features can be compared. Measured with 1 (bench_distill.py, 3 seeds, 3,000
@@ -265,7 +301,7 @@ def _features_differ(cfg: TrainConfig) -> str | None:
     if is_onnx_folder(model_folder(cfg.teacher)):
         return (f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch "
                 "folder")
-    sizes = t.hidden_size(cfg.teacher), t.hidden_size(cfg.model)
+    sizes = t.hidden_size(cfg.teacher), t.hidden_size(student_source(cfg)[0] if cfg.student_layers else cfg.model)
     if None in sizes or sizes[0] != sizes[1]:
         return (f"the student's hidden size ({sizes[1]}) is not the teacher's ({sizes[0]}), so their features cannot "
                 "be compared; cut the student from a model of the teacher's width (--student-layers)")

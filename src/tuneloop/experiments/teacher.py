@@ -184,6 +184,25 @@ def hidden_size(model_name: str) -> int | None:
                 None)
 
 
+# what makes two configs the same network (fine-tuning changes none of them)
+SAME_NETWORK = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                "vocab_size", "max_position_embeddings")
+
+
+def same_network(teacher_folder: str, model_name: str) -> bool:
+    """Whether the teacher's model folder is the same network as `model_name` (an alias, folder or Hub id): their
+    configs agree on SAME_NETWORK, as a model fine-tuned from the other does. False when either cannot be read."""
+    from transformers import AutoConfig
+
+    from ..model.loading import resolve_model
+
+    try:
+        configs = [AutoConfig.from_pretrained(resolve_model(name)).to_dict() for name in (teacher_folder, model_name)]
+    except (OSError, ValueError, TuneloopError):
+        return False
+    return all(configs[0].get(key) == configs[1].get(key) for key in SAME_NETWORK)
+
+
 def decided_label(row: np.ndarray, schema: LabelSchema):
     """The teacher's answer as a label column holds it: the class, the labels carried (a list), or the score."""
     if schema.problem_type == REGRESSION:
