@@ -1,6 +1,7 @@
-"""`tuneloop distill` on real data: a 3-layer student (every other layer of the embedded all-MiniLM-L6-v2, DistilBERT's
-initialisation) distilled from a fine-tuned 6-layer MiniLM teacher, against the same 3-layer student trained on the
-gold labels alone, 3 seeds, scored on rows neither model trained on.
+"""`tuneloop distill` on real data: a 3-layer student (`--student-layers 3`: layers 0, 2 and 4 of the fine-tuned 6-layer
+MiniLM teacher itself, DistilBERT's initialisation, which `--student-init auto` picks for a teacher fine-tuned from
+--model; results before 2026-11-27 08:20 cut them from the pretrained all-MiniLM-L6-v2) distilled from that teacher,
+against the same 3-layer student trained on the gold labels alone, 3 seeds, scored on rows neither model trained on.
 
 Data (both real):
   mrpc        GLUE MRPC as shipped (../shared/glue/MRPC). The teacher is fine-tuned on all of train.tsv (3,668 pairs,
@@ -22,8 +23,8 @@ it 10 epochs, 40 steps, in folders named labels-only-SEED: it stayed at chance.)
 rows/s phase runs under the lock of /tmp/tuneloop-timing.lock (flock): the teacher and each student labelling the
 scored rows, after a warm-up, best of 3 passes, in this process, the same threads.
 
-    python benchmarks/bench_distill.py --datasets docstrings --output /tmp/docstrings.json &    # side by side
-    python benchmarks/bench_distill.py --datasets mrpc --output /tmp/mrpc.json
+    python benchmarks/bench_distill.py --datasets docstrings --output /tmp/docstrings.json    # one after the other:
+    python benchmarks/bench_distill.py --datasets mrpc --output /tmp/mrpc.json    # two at once on 2 cores: ~5x slower
     python benchmarks/bench_distill.py --merge /tmp/docstrings.json /tmp/mrpc.json \
         --output benchmarks/results/2026-11-26-epyc-2c-distill.json
 """
