@@ -293,12 +293,9 @@ def _features_differ(cfg: TrainConfig) -> str | None:
     """Why the teacher's and the student's features cannot be compared (None: they can): a soft-label file has no
     teacher features, an exported teacher's hidden states are not read, a student (--model, however many layers it
     keeps) of another width has features of another size."""
-    from ..model.onnx_model import is_onnx_folder
-    from ..predict.classifier import model_folder
-
     if t.is_soft_label_file(cfg.teacher):
         return "a soft-label file holds no teacher features; give a model as --teacher"
-    if is_onnx_folder(model_folder(cfg.teacher)):
+    if _teacher_layers(cfg) is None:
         return (f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch "
                 "folder")
     sizes = t.hidden_size(cfg.teacher), t.hidden_size(student_source(cfg)[0] if cfg.student_layers else cfg.model)

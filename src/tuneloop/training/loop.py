@@ -79,11 +79,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                         saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
                                                            cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
                 if signal_number:
-                    command = "distill" if cfg.teacher else "train"        # a distilled student: distill's resume
-                    raise Interrupted(f"interrupted at step {state.step}; checkpoint saved in {saved}. Resume "
-                                      f"with: tuneloop {command} --output-dir {r.output_dir} --resume (in Python: "
-                                      f"tuneloop.{command}(..., output_dir={str(r.output_dir)!r}, resume='latest'))",
-                                      signal_number)
+                    raise Interrupted(signals.how_to_resume(cfg, state.step, saved, r.output_dir), signal_number)
                 if on_step is not None:
                     on_step(state)
                 if stopping:

@@ -38,6 +38,14 @@ class StopSignals(contextlib.AbstractContextManager):
         self.signal_number = signum
         log.warning("stopping at the end of this step to save a checkpoint (Ctrl-C again to stop at once)")
 
+    def how_to_resume(self, config, step: int, saved, output_dir) -> str:
+        """The one line a run stopped by a signal ends with, after its checkpoint: how to resume it (a distilled
+        student through `tuneloop distill`, whose resume reuses the teacher's outputs)."""
+        command = "distill" if config.teacher else "train"
+        return (f"interrupted at step {step}; checkpoint saved in {saved}. Resume with: tuneloop {command} "
+                f"--output-dir {output_dir} --resume (in Python: tuneloop.{command}(..., "
+                f"output_dir={str(output_dir)!r}, resume='latest'))")
+
     def received(self, accelerator) -> int:
         """The signal any process received (0 for none): one process saw it, all stop."""
         if accelerator.num_processes == 1:
