@@ -18,6 +18,9 @@ Every run is its own process on the same GPU, at the chapter's settings (batch 8
   tuneloop_cg      the same with --compile reduce-overhead: CUDA graphs on top
   tuneloop_captured the same with --captured-step on: the whole training step recorded per padded batch shape
                    as CUDA graphs (training/step.py CapturedStep), eager model
+  tuneloop_eager   the same with --captured-step off: the Accelerate step. `tuneloop` is captured by default on one
+                   CUDA process since 2026-11-27 (b3df0a4); the gpu_check.sh run of that day measured `tuneloop`
+                   as its eager row, so its "eager" figures and F1 gap compare the captured step with itself
 
 Models: `bert-base` (the bert-base-uncased architecture: real weights with --bert-base DIR, else BertConfig()
 random init with the embedded MiniLM's tokenizer, the same 30,522-token vocabulary: speed only, its F1 means
@@ -52,7 +55,7 @@ sys.path.insert(0, HERE)
 from bench_train import (DEFAULT_DATA_DIR, default_out, log_tail, machine_info, read_tuneloop,  # noqa: E402
                          run_child, write_atomic)
 
-IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_compiled", "tuneloop_cg", "tuneloop_captured")
+IMPLS = ("chapter", "trainer", "tuneloop", "tuneloop_eager", "tuneloop_compiled", "tuneloop_cg", "tuneloop_captured")
 MODELS = ("bert-base", "minilm")
 # dense bf16 tensor-core peaks (TFLOP/s) from NVIDIA's data sheets, without sparsity
 PEAK_BF16_TFLOPS = {"H200": 989.0, "H100 SXM": 989.0, "H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H100": 756.0,
@@ -105,7 +108,8 @@ def command(impl: str, model_dir: str, seed: int, args, report: str, run_dir: st
         script = "baseline_chapter.py" if impl == "chapter" else "trainer_peer.py"
         return [sys.executable, os.path.join(HERE, script), "--data-dir", args.data_dir, "--model", model_dir,
                 "--seed", str(seed), "--output", report, *common, *(["--best-flags"] if impl == "trainer" else [])]
-    extra = {"tuneloop": [], "tuneloop_compiled": ["--compile", "default"],
+    extra = {"tuneloop": [], "tuneloop_eager": ["--captured-step", "off"],
+             "tuneloop_compiled": ["--compile", "default"],
              "tuneloop_cg": ["--compile", "reduce-overhead"], "tuneloop_captured": ["--captured-step", "on"]}
     return [sys.executable, "-m", "tuneloop", "train", "--task", "mrpc", "--data-dir", args.data_dir, "--model",
             model_dir, "--seed", str(seed), "--batch-size", "8", "--lr", "5e-5", "--method", "finetune",  # the loop,

@@ -9,9 +9,9 @@
 #
 # Parts, each bounded, each writing its JSON under $OUT/gpu_check/ (benchmarks/results/gpu_check/ without OUT):
 #   1. equality   check_captured_step.py: MiniLM, 60 MRPC steps, the captured step against the eager one (~1 min)
-#   2. speed      bench_gpu.py bert-base, 3 epochs at the chapter's settings: the chapter's loop, tuneloop eager,
-#                 tuneloop captured (~3 min)
-#   3. quality    bench_gpu.py MiniLM: tuneloop eager vs captured dev F1, seeds 1 2 3 (~3 min)
+#   2. speed      bench_gpu.py bert-base, 3 epochs at the chapter's settings: the chapter's loop, tuneloop eager
+#                 (--captured-step off), tuneloop's defaults (the captured step) (~3 min)
+#   3. quality    bench_gpu.py MiniLM: tuneloop eager vs its defaults (captured) dev F1, seeds 1 2 3 (~4.5 min)
 #   then gpu_check_summary.py: one $OUT/gpu_check.json with the card, every part and #54's acceptance figures.
 # `infer` (its own command, after the check): #55's parts, each writing its JSON beside gpu_check.json:
 #   4. predict    gpu_infer.py: bert-base trained 1 epoch by tuneloop, 20,000 MRPC pairs: pipeline batch 8 / 64,
@@ -27,14 +27,14 @@ if [ "${mode%-smoke}" = infer ]; then
   if [ "$mode" = infer-smoke ]; then
     PY=${PY:-.venv/bin/python} data=${DATA:-../shared/glue/MRPC} minilm=
     export PYTHONPATH=$PWD/src HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1
-    predict=(--rows 300 --max-train-samples 64) serve=(--requests 40 --seconds 10)
+    predict=(--rows 300 --max-train-samples 64) serve=(--requests 40 --seconds 10) predict_limit=600
   else
     source benchmarks/gpu_setup.sh
-    PY=python3 data=.gpu/MRPC minilm=/tmp/minilm predict=() serve=(--requests 400 --seconds 20)
+    PY=python3 data=.gpu/MRPC minilm=/tmp/minilm predict=() serve=(--requests 400 --seconds 20) predict_limit=300
   fi
   run=$(mktemp -d)/run
   echo "== predict ($(date +%T))"
-  timeout 300 "$PY" benchmarks/gpu_infer.py --data-dir "$data" ${minilm:+--minilm "$minilm"} --keep-run "$run" \
+  timeout $predict_limit "$PY" benchmarks/gpu_infer.py --data-dir "$data" ${minilm:+--minilm "$minilm"} --keep-run "$run" \
       "${predict[@]}" --out "${OUT:-benchmarks/results}/gpu_infer.json"; echo "== predict: exit $?"
   echo "== serve ($(date +%T))"
   timeout 200 "$PY" benchmarks/bench_serve.py --run "$run" --data-dir "$data" --levels 1,8,32 \
@@ -50,14 +50,14 @@ if [ "$mode" = smoke ]; then
   equality=(--device cpu --steps 4 --timing-repeats 1)
   speed=(--models minilm --impls chapter,tuneloop --max-train-samples 32 --epochs 1)
   quality=(--models minilm --impls tuneloop --seeds 1 --max-train-samples 32 --epochs 1)
-  limit=600 eq_limit=600
+  limit=600 quality_limit=600 eq_limit=600
 else
   source benchmarks/gpu_setup.sh
   PY=python3 data=.gpu/MRPC minilm=/tmp/minilm
   equality=(--steps 60)
-  speed=(--models bert-base --impls chapter,tuneloop,tuneloop_captured --seeds 1)
-  quality=(--models minilm --impls tuneloop,tuneloop_captured --seeds 1 2 3)
-  limit=200 eq_limit=150
+  speed=(--models bert-base --impls chapter,tuneloop_eager,tuneloop --seeds 1)
+  quality=(--models minilm --impls tuneloop_eager,tuneloop --seeds 1 2 3)
+  limit=200 quality_limit=290 eq_limit=150
 fi
 status=()
 run_part() {       # name, seconds, command...
@@ -71,6 +71,6 @@ run_part equality $eq_limit "$PY" benchmarks/check_captured_step.py --model "$mi
     "${equality[@]}" --out "$dir/captured_step.json"
 run_part speed $((limit + 60)) "$PY" benchmarks/bench_gpu.py --data-dir "$data" --minilm "$minilm" \
     --timeout "$limit" "${speed[@]}" --out "$dir/speed.json"
-run_part quality $((limit + 60)) "$PY" benchmarks/bench_gpu.py --data-dir "$data" --minilm "$minilm" \
-    --timeout "$limit" "${quality[@]}" --out "$dir/quality.json"
+run_part quality $((quality_limit + 60)) "$PY" benchmarks/bench_gpu.py --data-dir "$data" --minilm "$minilm" \
+    --timeout "$quality_limit" "${quality[@]}" --out "$dir/quality.json"
 "$PY" benchmarks/gpu_check_summary.py "$dir" "${status[@]}" --out "${OUT:-benchmarks/results}/gpu_check.json"
