@@ -6,7 +6,6 @@ GLUE MRPC by `tuneloop train` (so its end-of-run precision gate records the GPU'
   pipeline-8 / pipeline-64   `transformers.pipeline("text-classification", device=0)`, batch 8 / 64
   tuneloop                   `tuneloop.load(model, precision="auto").predict(pairs)` (the gated route)
   tuneloop-fp32              the same with precision="fp32"
-  tuneloop-exact-widths      tuneloop with each batch padded to its own longest row (no GPU_WIDTH_STEP rounding)
   plain-sorted-256           a plain loop: tokenize all, sort by length, batch 256, fp32 (a reference)
 
 Each way in its own process; model load is excluded, tokenization included; the first call is the figure (a
@@ -34,7 +33,7 @@ sys.path.insert(0, HERE)
 from bench_gpu import make_bert_base  # noqa: E402
 from bench_train import DEFAULT_DATA_DIR, machine_info, write_atomic  # noqa: E402
 
-WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-fp32", "tuneloop-exact-widths", "plain-sorted-256")
+WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-fp32", "plain-sorted-256")
 
 CHILD = r"""
 import csv, json, sys, time
@@ -59,9 +58,6 @@ if way.startswith("pipeline"):
     precision = "fp32"
 elif way.startswith("tuneloop"):
     import tuneloop
-    if way == "tuneloop-exact-widths":
-        import tuneloop.predict.batches
-        tuneloop.predict.batches.GPU_WIDTH_STEP = 1
     clf = tuneloop.load(model, precision="fp32" if way.endswith("fp32") else "auto")
     label = lambda: [str(r["label"]) for r in clf.predict(pairs, raw=True)]
     precision = clf.precision

@@ -64,38 +64,6 @@ def test_predicting_in_budget_batches_equals_one_row_at_a_time(model_dir):
     assert np.abs(got - one).max() < 1e-5
 
 
-def test_gpu_batches_are_rounded_to_a_few_widths_never_past_the_longest_allowed():
-    lengths = list(range(1, 71)) * 3
-    rows = Tokenized({"input_ids": [[5] * n for n in lengths]})
-    batches = BudgetBatches(rows, max_rows=16, pad_id=0, budget=512, step=32, max_width=70)
-    widths = [b.inputs["input_ids"].shape[1] for b in batches]
-    assert set(widths) == {70, 64, 32}                # 65-70: capped at 70, not 96; 33-64: 64; 1-32: 32
-    for b, width in zip(batches, widths):
-        longest = int(b.inputs["attention_mask"].sum(1).max())
-        assert width == min(-(-longest // 32) * 32, max(longest, 70)) and b.inputs["input_ids"].numel() <= 512
-    assert sorted(np.concatenate([b.rows.numpy() for b in batches]).tolist()) == list(range(len(lengths)))
-    assert [b.inputs["input_ids"].shape[1] for b in BudgetBatches(rows, 16, 0, budget=512)] != widths  # exact
-
-
-def test_rounded_widths_predict_what_exact_widths_do(model_dir, monkeypatch):
-    from tuneloop.predict import batches
-
-    texts = [(" ".join(["the cat"] * (i % 9 + 1)), "a dog " * (i % 4 + 1)) for i in range(40)]
-    with tuneloop.load(model_dir) as clf:
-        exact = clf.logits(texts)
-        made = []
-
-        class Rounded(batches.BudgetBatches):     # the GPU's widths, on this CPU
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, **{**kwargs, "step": 32})
-                made.append(self.widths)
-
-        monkeypatch.setattr(batches, "BudgetBatches", Rounded)
-        rounded = clf.logits(texts)
-    assert made and all(w % 32 == 0 or w == clf.policy.max_length for w in made[0])
-    assert np.abs(rounded - exact).max() < 1e-5
-
-
 def test_the_gate_passes_and_fails_on_the_metric_and_on_decision_agreement():
     from tuneloop.data.labels import LabelSchema
     from tuneloop.objective import objective_for

@@ -1,10 +1,8 @@
 """Tokenized rows held in memory, and the batches `Classifier.run` takes from them in this process: longest first,
 cut by a token budget (short rows go in many-row batches, long rows in few-row ones, so every batch holds about the
-same work), each padded with numpy to its own longest row — on a GPU to that row's width rounded up to a multiple of
-GPU_WIDTH_STEP, so that a call meets a few batch shapes, not one per length (a GPU's first call of a shape costs more:
-cuBLAS picks and loads its kernels), and made in pinned pages so that the copy to the device does not block
-(`OnDevice` moves it with non_blocking). No datasets.Dataset is built: texts given in memory, a file for
-`tuneloop predict` and a served request all come here as plain lists."""
+same work), each padded with numpy to its own longest row. On a GPU the batch is made in pinned pages so that the
+copy to the device does not block (`OnDevice` moves it with non_blocking). No datasets.Dataset is built: texts
+given in memory, a file for `tuneloop predict` and a served request all come here as plain lists."""
 
 from __future__ import annotations
 
@@ -14,7 +12,6 @@ import torch
 from ..data.batch import LABELS, MODEL_INPUTS, ROW, Batch, batch_columns
 
 TOKEN_BUDGET = 8192          # padded tokens per batch at most (a row longer than this is a batch of its own)
-GPU_WIDTH_STEP = 32          # on a GPU, batch widths are multiples of this (at most the longest width allowed)
 
 
 class Tokenized:
@@ -46,21 +43,17 @@ class Tokenized:
 class BudgetBatches:
     """The batches of `rows`, longest first: up to `max_rows` rows and `budget` padded tokens each (a row longer
     than the budget alone). Padding follows the tokenizer (its pad id and side); the attention mask marks the
-    real tokens. With `step` > 1 a batch's width is its longest row's rounded up to a multiple of `step`, but not
-    past `max_width` (the longest the model was given: position embeddings may end there)."""
+    real tokens."""
 
     def __init__(self, rows: Tokenized, max_rows: int, pad_id: int, padding_side: str = "right",
-                 budget: int = TOKEN_BUDGET, pin: bool = False, step: int = 1, max_width: int | None = None):
+                 budget: int = TOKEN_BUDGET, pin: bool = False):
         self.rows, self.pad_id, self.left, self.pin = rows, pad_id, padding_side == "left", pin
         lengths = np.fromiter((len(ids) for ids in rows.columns["input_ids"]), dtype=np.int64, count=len(rows))
         order = np.argsort(-lengths, kind="stable")
-        self.spans, self.widths, start = [], [], 0
+        self.spans, start = [], 0
         while start < len(order):                     # longest first: the first row of a batch is its longest
-            longest = int(lengths[order[start]])
-            width = max(longest, min(-(-longest // step) * step, max_width or longest * step))
-            n = int(max(1, min(max_rows, budget // max(1, width))))
+            n = int(max(1, min(max_rows, budget // max(1, lengths[order[start]]))))
             self.spans.append(order[start:start + n])
-            self.widths.append(width)
             start += n
         self.lengths = lengths
 
@@ -68,10 +61,10 @@ class BudgetBatches:
         return len(self.spans)
 
     def __iter__(self):
-        return (self.batch(span, width) for span, width in zip(self.spans, self.widths))
+        return (self.batch(span) for span in self.spans)
 
-    def batch(self, span: np.ndarray, width: int) -> Batch:
-        columns = self.rows.columns
+    def batch(self, span: np.ndarray) -> Batch:
+        columns, width = self.rows.columns, int(self.lengths[span[0]])
         inputs = {}
         for name in MODEL_INPUTS:
             if name == "attention_mask" or name not in columns:

@@ -293,13 +293,12 @@ class Classifier(contextlib.AbstractContextManager):
 
         accumulator = Accumulator(metric_names, self.objective, pooling or self.policy.pooling)
         if self.accelerator is None or isinstance(self.accelerator, OneProcess):
-            from .batches import GPU_WIDTH_STEP, BudgetBatches, Tokenized
+            from .batches import BudgetBatches, Tokenized
 
-            accelerator, gpu = OneProcess(self.device), self.device.type == "cuda"
+            accelerator, device = OneProcess(self.device), self.device
             tok = self.tokenizer
             loader = accelerator.prepare(BudgetBatches(Tokenized.of(rows), batch_size, tok.pad_token_id or 0,
-                                                       tok.padding_side, pin=gpu, step=GPU_WIDTH_STEP if gpu else 1,
-                                                       max_width=self.policy.max_length))
+                                                       tok.padding_side, pin=device.type == "cuda"))
             return run_inference(self.model, loader, accelerator, accumulator, desc, quiet)
         from ..data.batching import eval_loader, make_collator
         from .batches import Tokenized
