@@ -105,6 +105,23 @@ def test_a_gpu_with_native_bf16_gates_bf16_alone_and_one_without_it_gates_fp16(m
     assert "fp16" not in routes.candidates("cpu")
 
 
+def test_the_gate_computes_fp32_in_full_fp32_even_inside_a_runs_tf32(model_dir, tmp_path, monkeypatch):
+    from tuneloop.runtime import speed
+
+    seen, measure = [], routes._measure
+
+    def spy(*args, **kwargs):
+        seen.append(torch.backends.cuda.matmul.fp32_precision)
+        return measure(*args, **kwargs)
+
+    monkeypatch.setattr(routes, "_measure", spy)
+    shutil.copytree(model_dir, tmp_path / "model")
+    with speed._tf32():                           # as gate_precision runs: inside the run's levers
+        gate_folder(tmp_path / "model")
+        assert torch.backends.cuda.matmul.fp32_precision == "tf32"      # the run's setting given back
+    assert seen and set(seen) == {"ieee"}
+
+
 def test_a_route_is_timed_on_a_cpu_over_the_first_rows_and_on_a_gpu_at_volume():
     rows = Tokenized({"input_ids": [[1] * (i % 7 + 1) for i in range(700)], "doc": [i // 2 for i in range(700)],
                       "labels": [i % 2 for i in range(700)]})
