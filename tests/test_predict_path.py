@@ -105,21 +105,22 @@ def test_a_gpu_with_native_bf16_gates_bf16_alone_and_one_without_it_gates_fp16(m
     assert "fp16" not in routes.candidates("cpu")
 
 
-def test_the_gate_computes_fp32_in_full_fp32_even_inside_a_runs_tf32(model_dir, tmp_path, monkeypatch):
+def test_the_gate_computes_fp32_in_full_fp32_even_inside_a_runs_tf32_or_bf16_matmuls(model_dir, tmp_path, monkeypatch):
     from tuneloop.runtime import speed
 
     seen, measure = [], routes._measure
+    matmuls = (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul)
 
     def spy(*args, **kwargs):
-        seen.append(torch.backends.cuda.matmul.fp32_precision)
+        seen.append(tuple(m.fp32_precision for m in matmuls))
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(routes, "_measure", spy)
     shutil.copytree(model_dir, tmp_path / "model")
-    with speed._tf32():                           # as gate_precision runs: inside the run's levers
+    with speed._tf32(), speed._bf16_matmuls():    # as gate_precision runs: inside the run's levers (GPU, AMX CPU)
         gate_folder(tmp_path / "model")
-        assert torch.backends.cuda.matmul.fp32_precision == "tf32"      # the run's setting given back
-    assert seen and set(seen) == {"ieee"}
+        assert tuple(m.fp32_precision for m in matmuls) == ("tf32", "bf16")     # the run's settings given back
+    assert seen and set(seen) == {("ieee", "ieee")}
 
 
 def test_a_route_is_timed_on_a_cpu_over_the_first_rows_and_on_a_gpu_at_volume():

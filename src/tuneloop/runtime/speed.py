@@ -203,11 +203,10 @@ def _bf16_matmuls():
 
 
 @contextlib.contextmanager
-def _fp32_work(precision: str):
-    """cuBLAS and cuDNN fp32 work at `precision` ("tf32", or "ieee": full fp32); the settings before are given
-    back."""
-    backends = [b for b in (torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None))
-                if b is not None and hasattr(b, "fp32_precision")]
+def _fp32_work(precision: str, backends: list):
+    """The fp32 work of `backends` (torch.backends sections with `fp32_precision`) at `precision`; the settings
+    before are given back."""
+    backends = [b for b in backends if b is not None and hasattr(b, "fp32_precision")]
     before = [b.fp32_precision for b in backends]
     for b in backends:
         b.fp32_precision = precision
@@ -220,15 +219,17 @@ def _fp32_work(precision: str):
 
 def _tf32():
     """cuBLAS and cuDNN fp32 work in TF32 (a run's lever)."""
-    return _fp32_work("tf32")
+    return _fp32_work("tf32", [torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None)])
 
 
 def exact_fp32():
-    """fp32 work in full fp32 for the `with` block, whatever the process had set (a run's TF32 included): how a
-    model's fp32 route computes outside a run, so the precision gate compares and times routes against that. An
-    H100 gate inside a run timed 'fp32' at 10,602 rows/s under the run's TF32 and kept it over bf16 (8,598), and
-    predict then ran full fp32 at 2,318 rows/s (2026-11-27)."""
-    return _fp32_work("ieee")
+    """fp32 work in full fp32 for the `with` block, whatever the process had set (a run's TF32 on a GPU or bf16
+    matmuls on a CPU included): how a model's fp32 route computes outside a run, so the precision gate compares and
+    times routes against that. An H100 gate inside a run timed 'fp32' at 10,602 rows/s under the run's TF32 and
+    kept it over bf16 (8,598), and predict then ran full fp32 at 2,318 rows/s (2026-11-27)."""
+    mkldnn = getattr(torch.backends, "mkldnn", None)
+    return _fp32_work("ieee", [torch.backends.cuda.matmul, getattr(torch.backends.cudnn, "conv", None),
+                               getattr(mkldnn, "matmul", None), getattr(mkldnn, "conv", None)])
 
 
 @contextlib.contextmanager
