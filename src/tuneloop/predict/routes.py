@@ -45,9 +45,10 @@ ONNX_WITHIN = 0.9            # the ONNX copy is preferred down to this share of 
 GATE_MIN_ROWS = 200          # fewer validation rows: no gate (the 99% floor should allow 2 changed rows, not 1)
 GATE_ROWS = 2000             # validation rows the gate compares at most (the first ones)
 TIMED_ROWS = 512             # of those, rows timed per route on a CPU (after one untimed pass)
-TIMED_ROWS_GPU = 4096        # on a GPU: the validation rows repeated up to this many, in predict's batches. A GPU's
-                             # gain shows at volume: an H100 timing MRPC's 408 dev rows saw bf16 at 1.07x fp32, yet
-                             # labelled 20,000 pairs at 13,022 rows/s against 3,540 (2026-11-27-h100-predict.json)
+TIMED_ROWS_GPU = 4096        # on a GPU: the validation rows repeated up to this many, in predict's batches (a few
+                             # hundred rows are a handful of batches: start-up costs weigh). The 1.07x bf16/fp32 an
+                             # H100 gate saw on 408 rows (2026-11-27-h100-predict.json), first read as a volume
+                             # effect, was bf16 against the run's TF32: gate_folder now runs in full fp32
 RECORD = "precision_routes"  # the section of tuneloop.json
 
 
