@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where a GPU process's seconds go before the run starts (#54: bert-base's `before_run_s` was 13-17 s on an H100
 # host on 2026-11-27, 3.4 s on this project's 2-core EPYC): a short, bounded follow-up for a warm device machine after
-# `gpu_check.sh infer` (~80 s; on 2026-11-27 a 35 s call there got only cuda_init.json). Writes under $OUT/gpu_profile/ (benchmarks/results/gpu_profile/ without OUT):
+# `gpu_check.sh infer` (~80 s; on 2026-11-27 a 35 s call there got only cuda_init.json). Writes under
+# $OUT/gpu_profile/ (benchmarks/results/gpu_profile/ without OUT):
 #   cuda_init.json   seconds to import torch, to initialise CUDA, to import transformers / accelerate / datasets
 #   importtime.txt   `python -X importtime` of a short `tuneloop train` (MiniLM, 64 pairs, 1 epoch), sorted by
 #                    cumulative microseconds (top 60), and that run's results.json timeline (timeline.json)
