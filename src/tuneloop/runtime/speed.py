@@ -188,21 +188,6 @@ def _kept_heap():
 
 
 @contextlib.contextmanager
-def _bf16_matmuls():
-    """oneDNN's fp32 matmuls computed in bf16 (fp32 accumulation); the setting before is given back."""
-    matmul = getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)
-    if matmul is None or not hasattr(matmul, "fp32_precision"):
-        yield False
-        return
-    before = matmul.fp32_precision
-    matmul.fp32_precision = "bf16"
-    try:
-        yield True
-    finally:
-        matmul.fp32_precision = before
-
-
-@contextlib.contextmanager
 def _fp32_work(precision: str, backends: list):
     """The fp32 work of `backends` (torch.backends sections with `fp32_precision`) at `precision`; the settings
     before are given back."""
@@ -215,6 +200,11 @@ def _fp32_work(precision: str, backends: list):
     finally:
         for b, value in zip(backends, before):
             b.fp32_precision = value
+
+
+def _bf16_matmuls():
+    """oneDNN's fp32 matmuls computed in bf16, fp32 accumulation (a run's lever on CPUs)."""
+    return _fp32_work("bf16", [getattr(getattr(torch.backends, "mkldnn", None), "matmul", None)])
 
 
 def _tf32():
