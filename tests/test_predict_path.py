@@ -123,6 +123,46 @@ def test_the_gate_computes_fp32_in_full_fp32_even_inside_a_runs_tf32_or_bf16_mat
     assert seen and set(seen) == {("ieee", "ieee")}
 
 
+def test_a_stop_during_the_gate_records_nothing_and_leaves_no_staging_folder(model_dir, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    meta = json.loads((folder / "tuneloop.json").read_text())
+    del meta[routes.RECORD]
+    (folder / "tuneloop.json").write_text(json.dumps(meta))
+    shutil.rmtree(routes.onnx_file(folder).parent, ignore_errors=True)     # as a run's fresh folder: no copy yet
+    for after in (0, 1, len(routes.candidates("cpu"))):      # before fp32, before the first route, before the last
+        asked = []
+        with pytest.raises(routes.GateStopped):
+            gate_folder(folder, stop=lambda: asked.append(1) or len(asked) > after)
+        assert len(asked) == after + 1
+        assert routes.RECORD not in json.loads((folder / "tuneloop.json").read_text())
+        assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+        assert not routes.onnx_file(folder).exists()
+
+
+def test_a_sigterm_after_the_loop_skips_the_gate_and_the_run_still_writes_its_files(tiny_model, tmp_path,
+                                                                                     monkeypatch, capsys):
+    import signal
+
+    from tuneloop.training import finish
+
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=200, n_test=10)
+    fit = finish.fit_decision_rule
+
+    def fit_then_sigterm(*args, **kwargs):            # the signal lands between the loop's end and the gate
+        os.kill(os.getpid(), signal.SIGTERM)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(finish, "fit_decision_rule", fit_then_sigterm)
+    out, before = tmp_path / "run", signal.getsignal(signal.SIGTERM)
+    results = tuneloop.train(**fast_options(tiny_model, epochs=1), task="mrpc", data_dir=str(data),
+                             output_dir=str(out))
+    assert "precision gate: skipped, a stop signal arrived after training" in capsys.readouterr().err
+    assert routes.RECORD not in json.loads((out / "model" / "tuneloop.json").read_text())
+    assert results["train"]["steps"] > 0 and (out / "results.json").is_file()
+    assert signal.getsignal(signal.SIGTERM) is before          # the handler the run set is taken back
+
+
 def test_a_route_is_timed_on_a_cpu_over_the_first_rows_and_on_a_gpu_at_volume():
     rows = Tokenized({"input_ids": [[1] * (i % 7 + 1) for i in range(700)], "doc": [i // 2 for i in range(700)],
                       "labels": [i % 2 for i in range(700)]})

@@ -52,6 +52,10 @@ TIMED_ROWS_GPU = 4096        # on a GPU: the validation rows repeated up to this
 RECORD = "precision_routes"  # the section of tuneloop.json
 
 
+class GateStopped(Exception):
+    """A stop signal arrived during the gate (after training): nothing recorded, `--precision auto` stays fp32."""
+
+
 def supported(route: str, device_type: str) -> bool:
     """Whether this machine computes `route` on a device of `device_type` ("cpu" or "cuda") natively."""
     import torch
@@ -186,19 +190,22 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int) -> dict:
+def gate(clf, batch_size: int, stop=None) -> dict:
     """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows, in
     batches of `batch_size` rows at most; return the record: the chosen route and every figure (Classifier's
-    gate_folder writes it into the folder)."""
+    gate_folder writes it into the folder). `stop()` true before a measurement raises GateStopped (a run's
+    SIGTERM/Ctrl-C after its loop: a CPU gate with its ONNX export takes tens of seconds)."""
     from ..runtime.machine import cpu_flags
 
     device = clf.device.type
     rows, names, main = gate_rows(clf)
     timed = timed_rows(rows, device)
+    _check_stop(stop)
     reference, fp32_speed = _measure(clf, rows, timed, names, batch_size)
     checks, stage = {}, None
     try:
         for route in candidates(device):
+            _check_stop(stop)
             if route == ONNX:
                 stage = Path(clf.path) / f".{ONNX_ROUTE_DIR}-{uuid.uuid4().hex[:8]}"
                 stage.mkdir()                # (not mkdtemp: the folder kept gets the user's usual permissions)
@@ -227,6 +234,11 @@ def gate(clf, batch_size: int) -> dict:
             "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
                     f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
             **({"cpu_flags": flags} if device == "cpu" else {})}
+
+
+def _check_stop(stop) -> None:
+    if stop is not None and stop():
+        raise GateStopped
 
 
 def choose(checks: dict) -> str:

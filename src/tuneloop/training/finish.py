@@ -80,11 +80,13 @@ def end_training(accelerator) -> None:
     accelerator.end_training()
 
 
-def gate_precision(run) -> None:
+def gate_precision(run, stop=None) -> None:
     """The precision gate (predict/routes.py) on OUT/model: each faster route this device computes natively,
     checked against fp32 on the validation rows and timed there; the chosen one (or fp32) and every figure written
     into model/tuneloop.json, which `--precision auto` reads. A run with fewer than routes.GATE_MIN_ROWS validation
-    rows is not gated (its models stay fp32 under `auto`); a gate that fails to run is a warning, not the run's end."""
+    rows is not gated (its models stay fp32 under `auto`); a gate that fails to run is a warning, not the run's end.
+    `stop()` true (SIGTERM/Ctrl-C after the loop) skips it, or ends it between routes: the run's files are written
+    without it, and `timeout` or a scheduler's stop does not wait for a CPU gate's ONNX export."""
     from ..layout import MODEL_DIR
     from ..predict import routes
     from ..predict.classifier import gate_folder
@@ -96,7 +98,11 @@ def gate_precision(run) -> None:
         with run.timeline.phase("precision gate"):
             cpu = run.accelerator.device.type == "cpu"     # a GPU times predict's own batches (gate_folder)
             record = gate_folder(run.output_dir / MODEL_DIR, cpu=cpu,
-                                 batch_size=run.config.eval_batch_size if cpu else None)
+                                 batch_size=run.config.eval_batch_size if cpu else None, stop=stop)
+    except routes.GateStopped:
+        log.warning("precision gate: skipped, a stop signal arrived after training (the model is saved); "
+                    "--precision auto stays fp32")
+        return
     except Exception as e:  # noqa: BLE001 - the model is saved; only the faster route is missing
         log.warning(f"precision gate: not run ({type(e).__name__}: {e}); --precision auto stays fp32")
         return
