@@ -5,8 +5,9 @@
 #   device tool: command "bash benchmarks/gpu_check.sh", carry [".gpu"], timeout_s 560
 #   bash benchmarks/gpu_check.sh smoke            # here, on a CPU: the same parts at toy sizes (no capture)
 #   device tool: command "bash benchmarks/gpu_check.sh infer", carry [".gpu"], timeout_s: the budget left, at most
-#   460 (second command, at once: a machine idle 30 s is given back; the check and this took 488 + 300 s of a
-#   session's 900 on 2026-11-27, before both were cut down to fit)
+#   460 (second command, at once: a machine idle 30 s is given back; at 12:16 on 2026-11-27 the check held the
+#   machine 522 s from a cold start and this 232 s more, 145 s of 900 left; this now holds one way and one server
+#   more, ~60-80 s)
 #   bash benchmarks/gpu_check.sh infer-smoke      # here: the inference parts at toy sizes
 #
 # Parts, each bounded, each writing its JSON under $OUT/gpu_check/ (benchmarks/results/gpu_check/ without OUT):
@@ -18,10 +19,12 @@
 #   then gpu_check_summary.py: one $OUT/gpu_check.json with the card, every part and #54's acceptance figures.
 # `infer` (its own command, after the check): #55's parts, each writing its JSON beside gpu_check.json:
 #   4. predict    gpu_infer.py: bert-base trained 1 epoch by tuneloop, 20,000 MRPC pairs: pipeline batch 64,
-#                 tuneloop predict (auto, fp32) (~2 min; pipeline batch 8 and the plain sorted loop are left out on
-#                 the GPU: batch 64 was the better pipeline in both runs, and the 15 device minutes of a session
-#                 must hold the check, this and serve)
-#   5. serve      bench_serve.py on that model: tuneloop serve vs a naive FastAPI + pipeline server, 1/8/32 clients
+#                 tuneloop predict (auto, auto with SDPA's cuDNN backend last, fp32) (~2.5 min; pipeline batch 8
+#                 and the plain sorted loop are left out on the GPU: batch 64 was the better pipeline in both runs,
+#                 and the 15 device minutes of a session must hold the check, this and serve)
+#   5. serve      bench_serve.py on that model: tuneloop serve (auto; and with cuDNN attention last) vs a naive
+#                 FastAPI + pipeline server, 1/8/32 clients (~2.5 min). The 12:24 run of 2026-11-27 took 226 s for
+#                 4 and 5 with one way and one server fewer: its bf16 first call ran 4.7x slower than its second
 # A part that fails or runs out of time is recorded as such; the others still run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,15 +39,15 @@ if [ "${mode%-smoke}" = infer ]; then
   else
     source benchmarks/gpu_setup.sh
     PY=python3 data=.gpu/MRPC minilm=/tmp/minilm serve=(--requests 400 --seconds 20) predict_limit=240
-    predict=(--ways pipeline-64,tuneloop,tuneloop-fp32)   # the 15 device minutes hold the check and these
+    predict=(--ways pipeline-64,tuneloop,tuneloop-cudnn-last,tuneloop-fp32)   # the 15 device minutes hold these
   fi
   run=$(mktemp -d)/run
   echo "== predict ($(date +%T))"
   timeout $predict_limit "$PY" benchmarks/gpu_infer.py --data-dir "$data" ${minilm:+--minilm "$minilm"} \
       --keep-run "$run" "${predict[@]}" --out "${OUT:-benchmarks/results}/gpu_infer.json"; echo "== predict: exit $?"
   echo "== serve ($(date +%T))"
-  timeout 200 "$PY" benchmarks/bench_serve.py --run "$run" --data-dir "$data" --levels 1,8,32 \
-      --servers tuneloop,naive-pipeline "${serve[@]}" --out "${OUT:-benchmarks/results}/gpu_serve.json"
+  timeout 240 "$PY" benchmarks/bench_serve.py --run "$run" --data-dir "$data" --levels 1,8,32 \
+      --servers tuneloop,tuneloop-cudnn-last,naive-pipeline "${serve[@]}" --out "${OUT:-benchmarks/results}/gpu_serve.json"
   echo "== serve: exit $?"
   exit 0
 fi
