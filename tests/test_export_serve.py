@@ -195,6 +195,29 @@ def test_concurrent_requests_are_batched(server):
     assert after["batches"] - before["batches"] < 12
 
 
+def test_a_lone_client_is_answered_at_once_and_concurrent_requests_still_wait_for_each_other(monkeypatch):
+    import asyncio
+
+    from tuneloop.deploy import serve
+
+    batches = []
+    monkeypatch.setattr(serve, "predict_rows", lambda clf, items: batches.append(list(items)) or list(items))
+
+    async def go():
+        batcher = serve.Batcher(None, max_batch_size=3, max_wait_ms=600_000)   # a window no test would wait out
+        batcher.queue = asyncio.Queue()
+        worker = asyncio.create_task(batcher.run())
+        for text in ("a", "b"):                    # one client, one request at a time: no wait for the window
+            assert await asyncio.wait_for(batcher.submit([text]), 30) == [text]
+        answers = await asyncio.wait_for(asyncio.gather(*(batcher.submit([t]) for t in "cde")), 30)
+        assert answers == [["c"], ["d"], ["e"]]
+        await batcher.queue.put(None)
+        await asyncio.wait_for(worker, 30)
+
+    asyncio.run(go())
+    assert batches == [["a"], ["b"], ["c", "d", "e"]]    # the three sent together share one batch
+
+
 def test_sigterm_finishes_the_requests_in_flight(exported):
     s = Server(exported, "--max-wait-ms", "1500", "--max-batch-size", "64")
     with concurrent.futures.ThreadPoolExecutor(6) as pool:

@@ -251,7 +251,8 @@ def add_serve(sub) -> None:
         type=float,
         default=5.0,
         metavar="MS",
-        help="how long the first request of a batch waits for others (default: 5)",
+        help="how long the first request of a batch waits for others (default: 5; a lone client's request, "
+        "after a batch of one, runs at once)",
     )
     p.add_argument("--max-rows", type=int, default=256, metavar="N", help="rows per request (default: 256)")
     p.add_argument("--max-body-kb", type=int, default=1024, metavar="KB", help="request size (default: 1024)")

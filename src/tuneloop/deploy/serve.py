@@ -40,7 +40,9 @@ def predict_rows(classifier: Classifier, items: list[tuple[str, str | None]]) ->
 
 class Batcher:
     """A queue of requests and one worker that batches them: up to `max_batch_size` rows, or what arrived within
-    `max_wait_ms` of the first; the model runs in a single background thread."""
+    `max_wait_ms` of the first; the model runs in a single background thread. A request that finds the queue
+    empty after a batch of one request (one client at a time) runs at once: no one else is sending, and waiting
+    would only add `max_wait_ms` to its latency."""
 
     def __init__(self, classifier: Classifier, max_batch_size: int, max_wait_ms: float):
         self.classifier, self.max_batch_size, self.max_wait = classifier, max_batch_size, max_wait_ms / 1000
@@ -56,12 +58,13 @@ class Batcher:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        alone = True                            # the last batch held one request
         while True:
             first = await self.queue.get()
             if first is None:
                 return
             batch, rows = [first], len(first[0])
-            deadline = loop.time() + self.max_wait
+            deadline = loop.time() + (0.0 if alone and self.queue.empty() else self.max_wait)
             while rows < self.max_batch_size and (left := deadline - loop.time()) > 0:
                 try:
                     following = await asyncio.wait_for(self.queue.get(), left)
@@ -72,6 +75,7 @@ class Batcher:
                     break
                 batch.append(following)
                 rows += len(following[0])
+            alone = len(batch) == 1
             items = [item for request, _ in batch for item in request]
             try:
                 results = await loop.run_in_executor(self.executor, predict_rows, self.classifier, items)
