@@ -197,10 +197,10 @@ def gate(clf, batch_size: int, stop=None) -> dict:
     SIGTERM/Ctrl-C after its loop: a CPU gate with its ONNX export takes tens of seconds)."""
     from ..runtime.machine import cpu_flags
 
+    _check_stop(stop)                        # before reading the rows: a stop already received reads nothing
     device = clf.device.type
     rows, names, main = gate_rows(clf)
     timed = timed_rows(rows, device)
-    _check_stop(stop)
     reference, fp32_speed = _measure(clf, rows, timed, names, batch_size)
     checks, stage = {}, None
     try:
