@@ -54,18 +54,6 @@ def predict(body: dict):
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
 
-# `tuneloop serve` with SDPA's cuDNN backend tried last for the whole process (flash, mem-efficient, math, cuDNN):
-# on an H100 torch tries cuDNN attention first for masked bf16/fp16 calls, and cuDNN builds an execution plan for
-# every new (batch, width) shape, which a server meets on many of its first requests
-CUDNN_LAST = r"""
-import sys
-from torch.nn.attention import SDPBackend as B, sdpa_kernel
-sdpa_kernel([B.FLASH_ATTENTION, B.EFFICIENT_ATTENTION, B.MATH, B.CUDNN_ATTENTION], set_priority=True).__enter__()
-from tuneloop.cli.main import main
-raise SystemExit(main(sys.argv[1:]))
-"""
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -138,8 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=40, help="seconds per level at most (default 40)")
     p.add_argument("--servers", default="tuneloop,tuneloop-fp32,naive-pipeline",
                    help="of tuneloop (serve's default, --precision auto), tuneloop-fp32, tuneloop-onnx-int8, "
-                        "tuneloop-cudnn-last (the default server with SDPA's cuDNN backend tried last: a GPU's "
-                        "per-shape cuDNN attention plans), naive-pipeline (default: tuneloop, tuneloop-fp32, "
+                        naive-pipeline (default: tuneloop, tuneloop-fp32, "
                         "naive-pipeline)")
     p.add_argument("--serve-args", default="", help="extra options for `tuneloop serve`, e.g. \"--max-wait-ms 20\"")
     p.add_argument("--out", default=None)
@@ -169,7 +156,6 @@ def main(argv=None) -> int:
                "tuneloop-fp32": [sys.executable, "-m", "tuneloop", "serve", model, "--port", str(port),
                                          "--precision", "fp32", *extra],
                "tuneloop-onnx-int8": [sys.executable, "-m", "tuneloop", "serve", int8, "--port", str(port), *extra],
-               "tuneloop-cudnn-last": [sys.executable, "-c", CUDNN_LAST, "serve", model, "--port", str(port), *extra],
                "naive-pipeline": [sys.executable, "-c", NAIVE, model, str(port)]}[name]
         proc = start(cmd, port, os.path.join(work, f"{name}.log"))
         try:

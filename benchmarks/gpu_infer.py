@@ -6,10 +6,10 @@ GLUE MRPC by `tuneloop train` (so its end-of-run precision gate records the GPU'
   pipeline-8 / pipeline-64   `transformers.pipeline("text-classification", device=0)`, batch 8 / 64
   tuneloop                   `tuneloop.load(model, precision="auto").predict(pairs)` (the gated route)
   tuneloop-fp32              the same with precision="fp32"
-  tuneloop-cudnn-last        `tuneloop` with SDPA's cuDNN backend tried last (flash, mem-efficient, math, cuDNN) for
-                             the whole process: on an H100 torch puts cuDNN attention first for masked bf16/fp16
-                             calls, and cuDNN builds an execution plan for every new (batch, width) shape; the
-                             2026-11-27 12:24 run's bf16 first call was 4.7x slower than its second (fp32: 1.1x)
+  tuneloop-trace             `tuneloop` with every forward pass timed (the GPU synchronised before and after it, so
+                             slower than `tuneloop`): where a first call's time goes, per (rows, width) shape. On
+                             H100s bf16's first call ran 3.6-4.7x slower than its second (fp32 1.1x), and SDPA's
+                             cuDNN backend tried last did not change that (2026-11-27 15:12: +11% first call)
   plain-sorted-256           a plain loop: tokenize all, sort by length, batch 256, fp32 (a reference)
 
 Each way in its own process; model load is excluded, tokenization included; the first call is the figure (a
@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 from bench_gpu import make_bert_base  # noqa: E402
 from bench_train import DEFAULT_DATA_DIR, machine_info, write_atomic  # noqa: E402
 
-WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-cudnn-last", "tuneloop-fp32", "plain-sorted-256")
+WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-trace", "tuneloop-fp32", "plain-sorted-256")
 
 CHILD = r"""
 import csv, json, sys, time
@@ -62,10 +62,18 @@ if way.startswith("pipeline"):
     precision = "fp32"
 elif way.startswith("tuneloop"):
     import tuneloop
-    if way == "tuneloop-cudnn-last":      # process-wide, as a product lever would set it around inference
-        from torch.nn.attention import SDPBackend as B, sdpa_kernel
-        sdpa_kernel([B.FLASH_ATTENTION, B.EFFICIENT_ATTENTION, B.MATH, B.CUDNN_ATTENTION], set_priority=True).__enter__()
     clf = tuneloop.load(model, precision="fp32" if way.endswith("fp32") else "auto")
+    if way == "tuneloop-trace":           # (rows, width, seconds) of every forward pass, the GPU synchronised
+        calls, began = [], []
+        def before(module, args, kwargs):
+            sync()
+            began.append(time.perf_counter())
+        def after(module, args, kwargs, output):
+            sync()
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            calls.append((tuple(ids.shape), time.perf_counter() - began.pop()))
+        clf.model.register_forward_pre_hook(before, with_kwargs=True)
+        clf.model.register_forward_hook(after, with_kwargs=True)
     label = lambda: [str(r["label"]) for r in clf.predict(pairs, raw=True)]
     precision = clf.precision
 else:
@@ -94,7 +102,25 @@ again = label() if not way.startswith("pipeline") else None   # a second call (t
 sync()
 t3 = time.perf_counter()
 peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else None
-json.dump({"way": way, "rows": len(labels), "precision": precision, "load_s": round(t1 - t0, 2),
+trace = None
+if way == "tuneloop-trace":               # the first call's passes, split by whether their shape was new
+    half = len(calls) // 2 if again is not None else len(calls)
+    first, second = calls[:half], calls[half:]
+    seen, new, repeat = set(), [], []
+    for shape, s in first:
+        (repeat if shape in seen else new).append(s)
+        seen.add(shape)
+    warm = {}
+    for shape, s in second:
+        warm.setdefault(shape, []).append(s)
+    slow = sorted(first, key=lambda c: -c[1])[:12]
+    trace = {"passes": len(first), "shapes": len(seen), "new_shape_s": round(sum(new), 3),
+             "repeat_shape_s": round(sum(repeat), 3), "forward_s": round(sum(s for _, s in first), 3),
+             "second_call_forward_s": round(sum(s for _, s in second), 3),
+             "slowest": [{"shape": list(sh), "s": round(s, 4),
+                          "second_call_s": round(min(warm.get(sh, [float("nan")])), 4)} for sh, s in slow]}
+json.dump({**({"trace": trace} if trace else {}), "way": way, "rows": len(labels), "precision": precision,
+           "load_s": round(t1 - t0, 2),
            "label_s": round(t2 - t1, 3), "rows_per_s": round(len(labels) / (t2 - t1), 1),
            "warm_rows_per_s": again and round(len(again) / (t3 - t2), 1),
            "same_on_second_call": again and again == labels,
