@@ -126,8 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=40, help="seconds per level at most (default 40)")
     p.add_argument("--servers", default="tuneloop,tuneloop-fp32,naive-pipeline",
                    help="of tuneloop (serve's default, --precision auto), tuneloop-fp32, tuneloop-onnx-int8, "
-                        naive-pipeline (default: tuneloop, tuneloop-fp32, "
-                        "naive-pipeline)")
+                        "naive-pipeline (default: tuneloop, tuneloop-fp32, naive-pipeline)")
     p.add_argument("--serve-args", default="", help="extra options for `tuneloop serve`, e.g. \"--max-wait-ms 20\"")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
