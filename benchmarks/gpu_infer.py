@@ -114,7 +114,8 @@ if way == "tuneloop-trace":               # the first call's passes, split by wh
     for shape, s in second:
         warm.setdefault(shape, []).append(s)
     slow = sorted(first, key=lambda c: -c[1])[:12]
-    trace = {"passes": len(first), "shapes": len(seen), "new_shape_s": round(sum(new), 3),
+    import os
+    trace = {"CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING"), "passes": len(first), "shapes": len(seen), "new_shape_s": round(sum(new), 3),
              "repeat_shape_s": round(sum(repeat), 3), "forward_s": round(sum(s for _, s in first), 3),
              "second_call_forward_s": round(sum(s for _, s in second), 3),
              "slowest": [{"shape": list(sh), "s": round(s, 4),
