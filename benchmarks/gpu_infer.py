@@ -72,8 +72,9 @@ elif way.startswith("tuneloop"):
             sync()
             ids = kwargs.get("input_ids", args[0] if args else None)
             calls.append((tuple(ids.shape), time.perf_counter() - began.pop()))
-        clf.model.register_forward_pre_hook(before, with_kwargs=True)
-        clf.model.register_forward_hook(after, with_kwargs=True)
+        if isinstance(clf.model, torch.nn.Module):        # not the ONNX route a CPU's gate may keep
+            clf.model.register_forward_pre_hook(before, with_kwargs=True)
+            clf.model.register_forward_hook(after, with_kwargs=True)
     label = lambda: [str(r["label"]) for r in clf.predict(pairs, raw=True)]
     precision = clf.precision
 else:
@@ -103,7 +104,9 @@ sync()
 t3 = time.perf_counter()
 peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else None
 trace = None
-if way == "tuneloop-trace":               # the first call's passes, split by whether their shape was new
+if way == "tuneloop-trace" and not calls:
+    trace = {"skipped": f"the route ({precision}) is not a PyTorch module"}
+elif way == "tuneloop-trace":             # the first call's passes, split by whether their shape was new
     half = len(calls) // 2 if again is not None else len(calls)
     first, second = calls[:half], calls[half:]
     seen, new, repeat = set(), [], []
