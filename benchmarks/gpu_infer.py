@@ -40,7 +40,7 @@ from bench_train import DEFAULT_DATA_DIR, machine_info, write_atomic  # noqa: E4
 WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-trace", "tuneloop-fp32", "plain-sorted-256")
 
 CHILD = r"""
-import csv, json, sys, time
+import csv, json, os, sys, time
 way, model, test, rows, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 import torch
 cuda = torch.cuda.is_available()
@@ -107,8 +107,7 @@ trace = None
 if way == "tuneloop-trace" and not calls:
     trace = {"skipped": f"the route ({precision}) is not a PyTorch module"}
 elif way == "tuneloop-trace":             # the first call's passes, split by whether their shape was new
-    half = len(calls) // 2 if again is not None else len(calls)
-    first, second = calls[:half], calls[half:]
+    first, second = calls[:len(calls) // 2], calls[len(calls) // 2:]     # the same rows twice: as many passes
     seen, new, repeat = set(), [], []
     for shape, s in first:
         (repeat if shape in seen else new).append(s)
@@ -117,15 +116,15 @@ elif way == "tuneloop-trace":             # the first call's passes, split by wh
     for shape, s in second:
         warm.setdefault(shape, []).append(s)
     slow = sorted(first, key=lambda c: -c[1])[:12]
-    import os
-    trace = {"CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING"), "passes": len(first), "shapes": len(seen), "new_shape_s": round(sum(new), 3),
-             "repeat_shape_s": round(sum(repeat), 3), "forward_s": round(sum(s for _, s in first), 3),
+    trace = {"CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING"), "passes": len(first),
+             "shapes": len(seen), "new_shape_s": round(sum(new), 3), "repeat_shape_s": round(sum(repeat), 3),
+             "forward_s": round(sum(s for _, s in first), 3),
              "second_call_forward_s": round(sum(s for _, s in second), 3),
              "slowest": [{"shape": list(sh), "s": round(s, 4),
                           "second_call_s": round(min(warm.get(sh, [float("nan")])), 4)} for sh, s in slow]}
 json.dump({**({"trace": trace} if trace else {}), "way": way, "rows": len(labels), "precision": precision,
-           "load_s": round(t1 - t0, 2),
-           "label_s": round(t2 - t1, 3), "rows_per_s": round(len(labels) / (t2 - t1), 1),
+           "load_s": round(t1 - t0, 2), "label_s": round(t2 - t1, 3),
+           "rows_per_s": round(len(labels) / (t2 - t1), 1),
            "warm_rows_per_s": again and round(len(again) / (t3 - t2), 1),
            "same_on_second_call": again and again == labels,
            "peak_gpu_memory_mb": peak and round(peak), "labels": labels}, open(out, "w"))
