@@ -40,7 +40,7 @@ if [ "${mode%-smoke}" = infer ]; then
   else
     source benchmarks/gpu_setup.sh
     PY=python3 data=.gpu/MRPC minilm=/tmp/minilm serve=(--requests 400 --seconds 20) predict_limit=240
-    predict=(--ways pipeline-64,tuneloop,tuneloop-trace,tuneloop-fp32)   # the 15 device minutes hold these
+    predict=(--ways pipeline-64,tuneloop,tuneloop-trace,tuneloop-no-cudnn-sdpa,tuneloop-fp32)   # 15 device minutes
   fi
   run=$(mktemp -d)/run
   echo "== predict ($(date +%T))"

@@ -7,9 +7,14 @@ GLUE MRPC by `tuneloop train` (so its end-of-run precision gate records the GPU'
   tuneloop                   `tuneloop.load(model, precision="auto").predict(pairs)` (the gated route)
   tuneloop-fp32              the same with precision="fp32"
   tuneloop-trace             `tuneloop` with every forward pass timed (the GPU synchronised before and after it, so
-                             slower than `tuneloop`): where a first call's time goes, per (rows, width) shape. On
-                             H100s bf16's first call ran 3.6-4.7x slower than its second (fp32 1.1x), and SDPA's
-                             cuDNN backend tried last did not change that (2026-11-27 15:12: +11% first call)
+                             slower than `tuneloop`): where a first call's time goes, per (rows, width) shape, each
+                             pass split into the CPU's launching (until the forward returns) and the wait for the
+                             GPU after it; the garbage collector's pauses and the card's SM clock (nvidia-smi every
+                             100 ms) during each call. On H100s bf16's first call ran 3.6-4.7x slower than its
+                             second (fp32 1.1x); SDPA's cuDNN backend tried last did not change that (2026-11-27
+                             15:12: +11%), and the 17:43 trace found repeated shapes as slow as new ones in a first
+                             call (forward 5.8 s first, 1.1 s second; [126, 65] 90 and 84 ms, then 5 ms)
+  tuneloop-no-cudnn-sdpa     `tuneloop` with SDPA's cuDNN backend switched off in its process (an ablation)
   plain-sorted-256           a plain loop: tokenize all, sort by length, batch 256, fp32 (a reference)
 
 Each way in its own process; model load is excluded, tokenization included; the first call is the figure (a
@@ -37,10 +42,11 @@ sys.path.insert(0, HERE)
 from bench_gpu import make_bert_base  # noqa: E402
 from bench_train import DEFAULT_DATA_DIR, machine_info, write_atomic  # noqa: E402
 
-WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-trace", "tuneloop-fp32", "plain-sorted-256")
+WAYS = ("pipeline-8", "pipeline-64", "tuneloop", "tuneloop-trace", "tuneloop-no-cudnn-sdpa", "tuneloop-fp32",
+        "plain-sorted-256")
 
 CHILD = r"""
-import csv, json, os, sys, time
+import csv, datetime as dt, gc, json, os, shutil, subprocess, sys, tempfile, time
 way, model, test, rows, out = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 import torch
 cuda = torch.cuda.is_available()
@@ -62,19 +68,37 @@ if way.startswith("pipeline"):
     precision = "fp32"
 elif way.startswith("tuneloop"):
     import tuneloop
+    if way == "tuneloop-no-cudnn-sdpa":   # an ablation, in this child process only
+        torch.backends.cuda.enable_cudnn_sdp(False)
     clf = tuneloop.load(model, precision="fp32" if way.endswith("fp32") else "auto")
-    if way == "tuneloop-trace":           # (rows, width, seconds) of every forward pass, the GPU synchronised
-        calls, began = [], []
+    if way == "tuneloop-trace":     # (shape, launch s, total s) of every forward pass, the GPU synchronised around it
+        calls, began, pauses, gc_began = [], [], [], []
         def before(module, args, kwargs):
             sync()
             began.append(time.perf_counter())
         def after(module, args, kwargs, output):
+            launched = time.perf_counter()
             sync()
             ids = kwargs.get("input_ids", args[0] if args else None)
-            calls.append((tuple(ids.shape), time.perf_counter() - began.pop()))
+            start = began.pop()
+            calls.append((tuple(ids.shape), launched - start, time.perf_counter() - start))
+        def collected(phase, info):
+            if phase == "start":
+                gc_began.append(time.perf_counter())
+            elif gc_began:
+                pauses.append((gc_began.pop(), time.perf_counter(), info.get("generation")))
+        gc.callbacks.append(collected)
         if isinstance(clf.model, torch.nn.Module):        # not the ONNX route a CPU's gate may keep
             clf.model.register_forward_pre_hook(before, with_kwargs=True)
             clf.model.register_forward_hook(after, with_kwargs=True)
+        clocks = None
+        if cuda and shutil.which("nvidia-smi"):       # the SM clock every 100 ms while the calls run
+            clock_file = tempfile.NamedTemporaryFile("w+", suffix=".csv", delete=False)
+            clocks = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.max.sm,pstate,"
+                                       "utilization.gpu,power.draw", "--format=csv,noheader,nounits", "-lms", "100"],
+                                      stdout=clock_file, stderr=subprocess.DEVNULL)
+            wall_minus_perf = time.time() - time.perf_counter()
+            time.sleep(0.5)                            # its first samples: the card idle, as a user's call finds it
     label = lambda: [str(r["label"]) for r in clf.predict(pairs, raw=True)]
     precision = clf.precision
 else:
@@ -109,19 +133,38 @@ if way == "tuneloop-trace" and not calls:
 elif way == "tuneloop-trace":             # the first call's passes, split by whether their shape was new
     first, second = calls[:len(calls) // 2], calls[len(calls) // 2:]     # the same rows twice: as many passes
     seen, new, repeat = set(), [], []
-    for shape, s in first:
+    for shape, _, s in first:
         (repeat if shape in seen else new).append(s)
         seen.add(shape)
     warm = {}
-    for shape, s in second:
+    for shape, _, s in second:
         warm.setdefault(shape, []).append(s)
-    slow = sorted(first, key=lambda c: -c[1])[:12]
+    slow = sorted(first, key=lambda c: -c[2])[:12]
+    paused = lambda a, b: round(sum(e - s for s, e, _ in pauses if a <= s < b), 3)
     trace = {"CUDA_MODULE_LOADING": os.environ.get("CUDA_MODULE_LOADING"), "passes": len(first),
              "shapes": len(seen), "new_shape_s": round(sum(new), 3), "repeat_shape_s": round(sum(repeat), 3),
-             "forward_s": round(sum(s for _, s in first), 3),
-             "second_call_forward_s": round(sum(s for _, s in second), 3),
-             "slowest": [{"shape": list(sh), "s": round(s, 4),
-                          "second_call_s": round(min(warm.get(sh, [float("nan")])), 4)} for sh, s in slow]}
+             "forward_s": round(sum(c[2] for c in first), 3), "launch_s": round(sum(c[1] for c in first), 3),
+             "second_call_forward_s": round(sum(c[2] for c in second), 3),
+             "second_call_launch_s": round(sum(c[1] for c in second), 3),
+             "gc_pause_s": {"first_call": paused(t1, t2), "second_call": paused(t2, t3),
+                            "full_collections": sum(g == 2 for s, _, g in pauses if t1 <= s < t3)},
+             "passes_in_order": [[*sh, round(l, 4), round(s, 4)] for sh, l, s in first],
+             "slowest": [{"shape": list(sh), "launch_s": round(l, 4), "s": round(s, 4),
+                          "second_call_s": round(min(warm.get(sh, [float("nan")])), 4)} for sh, l, s in slow]}
+    if clocks is not None:         # [seconds from the first call's start, SM MHz, max MHz, P-state, util %, W]
+        clocks.terminate()
+        clocks.wait()
+        clock_file.seek(0)
+        samples = []
+        for line in clock_file.read().splitlines():
+            x = line.split(", ")
+            try:
+                at = dt.datetime.strptime(x[0], "%Y/%m/%d %H:%M:%S.%f").timestamp() - wall_minus_perf - t1
+            except ValueError:
+                continue
+            samples.append([round(at, 2), *x[1:]])
+        trace["sm_clock"] = {"first_call_s": round(t2 - t1, 2), "second_call_s": round(t3 - t2, 2),
+                             "samples": samples}
 json.dump({**({"trace": trace} if trace else {}), "way": way, "rows": len(labels), "precision": precision,
            "load_s": round(t1 - t0, 2), "label_s": round(t2 - t1, 3),
            "rows_per_s": round(len(labels) / (t2 - t1), 1),
