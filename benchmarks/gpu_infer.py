@@ -98,7 +98,7 @@ elif way.startswith("tuneloop"):
                                        "utilization.gpu,power.draw", "--format=csv,noheader,nounits", "-lms", "100"],
                                       stdout=clock_file, stderr=subprocess.DEVNULL)
             wall_minus_perf = time.time() - time.perf_counter()
-            time.sleep(0.5)                            # its first samples: the card idle, as a user's call finds it
+            time.sleep(0.5)      # its first samples: the card idle, as a user's call finds it (in load_s)
     label = lambda: [str(r["label"]) for r in clf.predict(pairs, raw=True)]
     precision = clf.precision
 else:
@@ -163,6 +163,8 @@ elif way == "tuneloop-trace":             # the first call's passes, split by wh
             except ValueError:
                 continue
             samples.append([round(at, 2), *x[1:]])
+        clock_file.close()
+        os.unlink(clock_file.name)
         trace["sm_clock"] = {"first_call_s": round(t2 - t1, 2), "second_call_s": round(t3 - t2, 2),
                              "samples": samples}
 json.dump({**({"trace": trace} if trace else {}), "way": way, "rows": len(labels), "precision": precision,
