@@ -18,7 +18,7 @@ from tuneloop.exceptions import ConfigError, Interrupted
 from tuneloop.training import contrastive
 from tuneloop.training.contrastive import make_pairs
 
-SETFIT = {"method": "setfit", "setfit_iterations": 8, "setfit_lr": 3e-3, "setfit_batch_size": 16}
+SETFIT = {"method": "setfit", "setfit_iterations": 8, "setfit_lr": 3e-3, "setfit_batch_size": 16, "setfit_epochs": 1}
 
 
 def pair_rows(n: int, seed: int):
@@ -61,7 +61,8 @@ def setfit_run(tiny_model, tmp_path_factory):
     train, dev = pair_rows(32, 0), pair_rows(40, 1)
     folder = tmp_path_factory.mktemp("setfit")
     out = folder / "run"              # files, not tables from Python: the export's gate reads the validation file
-    result = tuneloop.train(**fast_options(tiny_model, **SETFIT), train_file=write_pairs(folder / "train.csv", train),
+    options = fast_options(tiny_model, **{**SETFIT, "setfit_epochs": None})      # the default passes
+    result = tuneloop.train(**options, train_file=write_pairs(folder / "train.csv", train),
                             validation_file=write_pairs(folder / "dev.csv", dev), output_dir=str(out))
     return result, train, dev, out
 
@@ -104,6 +105,21 @@ def test_the_card_says_which_pairs_were_drawn():
     assert "(at most 20 × the training rows of each kind" in rows["pairs"]
 
 
+def test_the_stage_makes_at_least_100_steps_unless_told_its_passes():
+    """By default the stage passes over the pairs until it has taken MIN_STEPS steps: a binary set of 8 rows per
+    class (144 pairs, 9 steps of 16) makes 12 passes; 6 classes of 8 (1,920 pairs, 120 steps) one, as the package;
+    --setfit-epochs is kept as given."""
+    from tuneloop.config.options import TrainConfig
+
+    binary, six = np.repeat([0, 1], 8), np.repeat(np.arange(6), 8)
+    config = TrainConfig(method="setfit")
+    assert len(contrastive.steps_a_pass(len(make_pairs(binary, None, 42)[0]), 16, 1)) == 9
+    assert contrastive.passes(config, binary, 1) == 12 and contrastive.passes(config, six, 1) == 1
+    assert contrastive.passes(config.replace(setfit_epochs=2), binary, 1) == 2
+    assert contrastive.passes(config.replace(setfit_epochs=1), binary, 1) == 1
+    assert contrastive.steps_a_pass(33, 16, 2) == [0, 16]       # a last step of one pair: not for two processes
+
+
 def test_the_body_optimizer_leaves_the_head_out():
     from tuneloop.model.optim import build_optimizer
 
@@ -118,7 +134,9 @@ def test_the_body_optimizer_leaves_the_head_out():
 def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     result, _, _, out = setfit_run
     stage = result["setfit"]
-    assert stage["pairs"] == 2 * 8 * 32 and stage["steps"] == 32 and stage["head"] == "logistic"
+    assert stage["pairs"] == 2 * 8 * 32 and stage["head"] == "logistic"
+    assert stage["epochs"] == 4 and stage["steps"] == 4 * 32            # 32 steps a pass: 4 passes make 100 steps
+    assert stage["epochs_from"] == "at least 100 steps"
     assert stage["loss_last"] < stage["loss_first"] / 3                # the pairs were learned
     assert stage["head_train_accuracy"] >= 0.9
     assert result["train"]["steps"] == 0                               # the logistic head: no loop steps
@@ -134,7 +152,8 @@ def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):
     stage, card = result["setfit"], (out / "model" / "README.md").read_text()
     assert f"| pairs | {stage['pairs']} (at most 8 × the training rows of each kind, same class and other class) |" \
         in card
-    assert f"| contrastive steps | {stage['steps']} (1 pass(es) over the pairs, 16 pairs a step) |" in card
+    assert f"| contrastive steps | {stage['steps']} (4 pass(es) over the pairs to make at least 100 steps, 16 pairs " \
+        "a step) |" in card
     assert "| learning rate (contrastive stage) | 0.003 |" in card and "| seed |" in card
     assert "optimizer steps" not in card and "learning rate (AdamW" not in card and "| warmup |" not in card
     assert f"{stage['pairs']} pairs in {stage['steps']} steps" in card and "samples/s" not in card

@@ -168,6 +168,24 @@ def test_auto_replaces_the_stage_only_beyond_chance(monkeypatch, probe_right, fi
     assert out["candidates"]["probe"]["against_setfit"]["losses"] == 0
 
 
+def test_the_folds_stage_makes_the_passes_the_run_will(monkeypatch):
+    """A fold trains the contrastive stage with the passes the run will make on all its rows (16 binary rows: 9
+    steps a pass, 12 passes), not the more its own fewer pairs would take."""
+    from types import SimpleNamespace
+
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.training import contrastive
+
+    labels, seen = np.repeat([0, 1], 8), []
+    monkeypatch.setattr(choose, "fold_correct", lambda method, config, *a: seen.append((method, config.setfit_epochs))
+                        or np.ones(len(a[-2]), dtype=bool))
+    table = SimpleNamespace(column_names=["input_ids"], select_columns=lambda columns: None)
+    choose.cross_validate(TrainConfig(auto_budget=600), SimpleNamespace(train=table), None, None, None, None, labels)
+    fold = labels[choose.folds_of(labels, 42)[0][0]]
+    assert contrastive.passes(TrainConfig(), fold, 1) > 12
+    assert {epochs for method, epochs in seen if method == "setfit"} == {12}
+
+
 @pytest.mark.parametrize("chosen", ["probe", "setfit"])
 def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, monkeypatch, chosen):
     """A head-fitted method chosen by auto runs its stage (the loop once read the undecided `auto` and trained no

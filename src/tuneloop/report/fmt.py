@@ -79,8 +79,9 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
                 f"many; at most {fmt(stage.get('pair_limit'))} of each kind)" if stage.get("iterations") is None else
                 f"(at most {fmt(stage.get('iterations'))} × the training rows of each kind, same class and other "
                 "class)")),
-            ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs, "
-                                  f"{fmt(stage.get('batch_size'))} pairs a step)"),
+            ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs"
+                                  + (f" to make {stage['epochs_from']}" if "steps" in stage.get("epochs_from", "")
+                                     else "") + f", {fmt(stage.get('batch_size'))} pairs a step)"),
             ("learning rate (contrastive stage)", fmt(stage.get("lr"))), embedding]
 
 

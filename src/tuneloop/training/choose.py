@@ -87,6 +87,9 @@ def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray
 
 def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:
     started, folds = time.perf_counter(), folds_of(labels, config.seed)
+    # the stage's passes as the run will make them on all the training rows (one process: decide() compares nothing
+    # on several), in every fold: not a fold's own, whose fewer pairs would take more passes than the run will
+    config = config.replace(setfit_epochs=contrastive.passes(config, labels, 1))
     inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
     candidates, speed, right = {}, {}, {}
     for method in CANDIDATES:

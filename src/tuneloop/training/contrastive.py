@@ -6,7 +6,8 @@ before the training loop.
    multi-label sets: rounds pairing each row with a random row of its class and one of another class, the targets
    the Jaccard similarity of the two label sets for multi-label); the cosine similarity of the two rows'
    embeddings is pulled to the target (mean squared error, as sentence-transformers' CosineSimilarityLoss), AdamW
-   with 10% warmup and a linear decay.
+   with 10% warmup and a linear decay, over as many passes as make at least MIN_STEPS steps (--setfit-epochs sets
+   the passes instead).
 2. The head: a logistic regression (one per label for multi-label) fitted on the embeddings of every training row,
    copied into the model's final classification Linear, so that the model's softmax (sigmoid) is the regression's
    predict_proba.
@@ -66,6 +67,13 @@ ROUNDS = 20                 # rounds of pairs by default above UNIQUE_PAIRS_ROWS
 # 1-3); with every pair, as the package, 0.853 (benchmarks/results/2026-11-26-epyc-2c-small-data-fewshot.json).
 # 16,384 of each kind is every pair at 32 rows per class on 6 classes (15,360); 2,048 steps at most, about 10
 # minutes at the 0.29 s a step that questions 16 took on a 2-core EPYC beside another job (an estimate).
+MIN_STEPS = 100             # by default, passes over the pairs until the stage has taken at least this many steps
+# Why: one pass (the package's default) is 9 steps for a binary set at 8 rows per class (144 pairs) and 34 at 16.
+# With ~100 steps (12 and 3 passes), same rows and seeds 1-3, all-MiniLM-L6-v2, 2-core EPYC, 2026-11-27: sentiment
+# 0.639 / 0.699 against 0.610 / 0.649, MRPC 0.540 / 0.564 against 0.516 / 0.557, held-out tweets 0.731 / 0.726
+# against 0.724 / 0.741; 36 steps at 8 per class did not help (sentiment 0.604, MRPC 0.521). Sets with 100 steps or
+# more in one pass (6 classes at 8 per class: 120; binary at 32: 132) are unchanged
+# (benchmarks/results/2026-11-27-epyc-2c-fewshot-pair-steps-explore.json).
 
 
 def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -115,6 +123,21 @@ def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[n
         targets = (labels[first] == labels[second]).astype(float)
     order = rng.permutation(len(first))
     return first[order], second[order], targets[order].astype(np.float32)
+
+
+def steps_a_pass(pairs: int, size: int, processes: int) -> list[int]:
+    """The first pair of each step of a pass: steps of `size` pairs; a last, short one only if every process gets a
+    pair of it."""
+    return [s for s in range(0, pairs, size) if min(size, pairs - s) >= processes]
+
+
+def passes(cfg, labels: np.ndarray, processes: int) -> int:
+    """The stage's passes over the pairs: --setfit-epochs, or by default the fewest that make MIN_STEPS steps."""
+    if cfg.setfit_epochs is not None:
+        return cfg.setfit_epochs
+    steps = len(steps_a_pass(len(make_pairs(labels, cfg.setfit_iterations, cfg.seed)[0]), cfg.setfit_batch_size,
+                             processes))
+    return max(1, math.ceil(MIN_STEPS / max(1, steps)))
 
 
 def unique_pairs(labels: np.ndarray, limit: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -250,8 +273,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
 
     first, second, targets = make_pairs(labels, cfg.setfit_iterations, cfg.seed)
     size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
-    starts = [s for s in range(0, len(first), size) if min(size, len(first) - s) >= processes]
-    total = len(starts) * cfg.setfit_epochs
+    starts, epochs = steps_a_pass(len(first), size, processes), passes(cfg, labels, processes)
+    total = len(starts) * epochs
     optimizer = build_optimizer(model, cfg.setfit_lr, cfg.weight_decay, acc.device.type, exclude=head.parameters())
     params = [p for group in optimizer.param_groups for p in group["params"]]     # the body's: the head is fitted
     scheduler = build_scheduler(optimizer, "linear", total, 0, 0.1)
@@ -259,12 +282,12 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     scaler = torch.amp.GradScaler(acc.device.type) if getattr(acc, "scaler", None) is not None else None
     speaks = not cfg.quiet and acc.is_main_process
     if speaks and not interactive():
-        log.info(f"SetFit: training the body on {len(first)} pairs, {total} steps of {size}")
+        log.info(f"SetFit: training the body on {len(first)} pairs, {total} steps of {size} ({epochs} pass(es))")
     with tqdm(total=total, desc="SetFit pairs", unit="step", dynamic_ncols=True,
               disable=not speaks or not interactive(), file=sys.stderr) as bar:
         losses = []
         model.train()
-        for epoch in range(cfg.setfit_epochs):
+        for epoch in range(epochs):
             order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
             for s in (starts[i] for i in order):
                 share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
@@ -286,7 +309,9 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     losses = acc.reduce(torch.stack(losses), reduction="mean") if losses else torch.full((1,), math.nan)
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
-    return {"pairs": len(first), "steps": total, "epochs": cfg.setfit_epochs, "iterations": cfg.setfit_iterations,
+    return {"pairs": len(first), "steps": total, "epochs": epochs,
+            "epochs_from": "--setfit-epochs" if cfg.setfit_epochs else f"at least {MIN_STEPS} steps",
+            "iterations": cfg.setfit_iterations,
             "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
             "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
 
