@@ -229,7 +229,7 @@ def test_setfit_on_two_processes_trains_what_one_process_trains(tiny_model, data
     gradients, so 2 processes end with the body and the fitted head one process gets (float noise apart), with one
     writer; a run on other pairs (another seed) lands far away (the comparison can fail)."""
     setfit = {"method": "setfit", "setfit_iterations": 2, "setfit_lr": 3e-3, "setfit_batch_size": 16,
-              "eval_batch_size": 8, "baseline": "none"}
+              "setfit_epochs": 1, "eval_batch_size": 8, "baseline": "none"}
     two = tmp_path / "two"
     proc = run(torchrun(2) + ["train", *train_args(tiny_model, data, two, **setfit)])
     runs = {}
