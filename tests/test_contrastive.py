@@ -114,9 +114,9 @@ def test_the_stage_makes_at_least_100_steps_unless_told_its_passes():
     binary, six = np.repeat([0, 1], 8), np.repeat(np.arange(6), 8)
     config = TrainConfig(method="setfit")
     assert len(contrastive.steps_a_pass(len(make_pairs(binary, None, 42)[0]), 16, 1)) == 9
-    assert contrastive.passes(config, binary, 1) == 12 and contrastive.passes(config, six, 1) == 1
-    assert contrastive.passes(config.replace(setfit_epochs=2), binary, 1) == 2
-    assert contrastive.passes(config.replace(setfit_epochs=1), binary, 1) == 1
+    assert contrastive.planned_passes(config, binary, 1) == 12 and contrastive.planned_passes(config, six, 1) == 1
+    assert contrastive.planned_passes(config.replace(setfit_epochs=2), binary, 1) == 2
+    assert contrastive.planned_passes(config.replace(setfit_epochs=1), binary, 1) == 1
     assert contrastive.steps_a_pass(33, 16, 2) == [0, 16]       # a last step of one pair: not for two processes
 
 

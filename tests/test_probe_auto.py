@@ -182,7 +182,7 @@ def test_the_folds_stage_makes_the_passes_the_run_will(monkeypatch):
     table = SimpleNamespace(column_names=["input_ids"], select_columns=lambda columns: None)
     choose.cross_validate(TrainConfig(auto_budget=600), SimpleNamespace(train=table), None, None, None, None, labels)
     fold = labels[choose.folds_of(labels, 42)[0][0]]
-    assert contrastive.passes(TrainConfig(), fold, 1) > 12
+    assert contrastive.planned_passes(TrainConfig(), fold, 1) > 12
     assert {epochs for method, epochs in seen if method == "setfit"} == {12}
 
 

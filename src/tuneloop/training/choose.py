@@ -89,7 +89,7 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
     started, folds = time.perf_counter(), folds_of(labels, config.seed)
     # the stage's passes as the run will make them on all the training rows (one process: decide() compares nothing
     # on several), in every fold: not a fold's own, whose fewer pairs would take more passes than the run will
-    config = config.replace(setfit_epochs=contrastive.passes(config, labels, 1))
+    config = config.replace(setfit_epochs=contrastive.planned_passes(config, labels, 1))
     inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
     candidates, speed, right = {}, {}, {}
     for method in CANDIDATES:

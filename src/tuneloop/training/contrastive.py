@@ -131,13 +131,16 @@ def steps_a_pass(pairs: int, size: int, processes: int) -> list[int]:
     return [s for s in range(0, pairs, size) if min(size, pairs - s) >= processes]
 
 
-def passes(cfg, labels: np.ndarray, processes: int) -> int:
-    """The stage's passes over the pairs: --setfit-epochs, or by default the fewest that make MIN_STEPS steps."""
-    if cfg.setfit_epochs is not None:
-        return cfg.setfit_epochs
-    steps = len(steps_a_pass(len(make_pairs(labels, cfg.setfit_iterations, cfg.seed)[0]), cfg.setfit_batch_size,
-                             processes))
-    return max(1, math.ceil(MIN_STEPS / max(1, steps)))
+def passes(cfg, steps: int) -> int:
+    """The stage's passes over its pairs, `steps` a pass: --setfit-epochs, or by default the fewest that make
+    MIN_STEPS steps."""
+    return cfg.setfit_epochs if cfg.setfit_epochs is not None else max(1, math.ceil(MIN_STEPS / max(1, steps)))
+
+
+def planned_passes(cfg, labels: np.ndarray, processes: int) -> int:
+    """`passes` for the stage on these rows' labels: the pairs it will draw, in steps of --setfit-batch-size."""
+    pairs = len(make_pairs(labels, cfg.setfit_iterations, cfg.seed)[0])
+    return passes(cfg, len(steps_a_pass(pairs, cfg.setfit_batch_size, processes)))
 
 
 def unique_pairs(labels: np.ndarray, limit: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -273,7 +276,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
 
     first, second, targets = make_pairs(labels, cfg.setfit_iterations, cfg.seed)
     size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
-    starts, epochs = steps_a_pass(len(first), size, processes), passes(cfg, labels, processes)
+    starts = steps_a_pass(len(first), size, processes)
+    epochs = passes(cfg, len(starts))
     total = len(starts) * epochs
     optimizer = build_optimizer(model, cfg.setfit_lr, cfg.weight_decay, acc.device.type, exclude=head.parameters())
     params = [p for group in optimizer.param_groups for p in group["params"]]     # the body's: the head is fitted
