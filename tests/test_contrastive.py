@@ -251,6 +251,9 @@ def test_regression_and_bad_values_are_refused_before_anything_is_written(tiny_m
     with pytest.raises(ConfigError, match="--setfit-iterations: must be at least 1"):
         tuneloop.train(**fast_options(tiny_model, **{**SETFIT, "setfit_iterations": 0}), train=(texts, ["a"] * 20),
                        output_dir=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match="--setfit-epochs: must be at least 1, got 0"):
+        tuneloop.train(**fast_options(tiny_model, **{**SETFIT, "setfit_epochs": 0}), train=(texts, ["a"] * 20),
+                       output_dir=str(tmp_path / "run"))
     same = [["a", "b"]] * 20                           # two labels, one label set: no pair of different sets
     with pytest.raises(ConfigError, match="at least two classes"):
         tuneloop.train(**fast_options(tiny_model, **SETFIT), train=(texts, same), validation=(texts, same),

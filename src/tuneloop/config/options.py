@@ -285,8 +285,7 @@ class TrainConfig(DataOptions):
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_epochs",
                      "setfit_batch_size"):
-            value = getattr(self, name)
-            need(value is None or value >= 1, name, f"must be at least 1, got {value}")
+            need((value := getattr(self, name)) is None or value >= 1, name, f"must be at least 1, got {value}")
         need(self.setfit_iterations is None or self.setfit_iterations >= 1, "setfit_iterations", "must be at least 1")
         need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
