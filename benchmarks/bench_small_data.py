@@ -295,6 +295,8 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
                             quiet=True, report=False, baseline="none", calibrate="none", **options)
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
     row = {**scores(predicted, data), "steps": result["train"]["steps"]}
+    if result.get("setfit"):             # the contrastive stage's steps (the loop's are 0 with the logistic head)
+        row["pair_steps"] = result["setfit"]["steps"]
     if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
         candidates = result["auto"].get("candidates", {})
         row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),

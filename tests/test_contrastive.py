@@ -136,13 +136,24 @@ def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     stage = result["setfit"]
     assert stage["pairs"] == 2 * 8 * 32 and stage["head"] == "logistic"
     assert stage["epochs"] == 4 and stage["steps"] == 4 * 32            # 32 steps a pass: 4 passes make 100 steps
-    assert stage["epochs_from"] == "at least 100 steps"
+    assert stage["epochs_from"] == "at least 100 steps" and stage["min_steps"] == 100
     assert stage["loss_last"] < stage["loss_first"] / 3                # the pairs were learned
     assert stage["head_train_accuracy"] >= 0.9
     assert result["train"]["steps"] == 0                               # the logistic head: no loop steps
     assert result["eval"]["accuracy"] >= 0.8                          # the keyword task, from 32 rows
     assert json.loads((out / "results.json").read_text())["setfit"] == stage
     assert (out / "config.yaml").read_text().count("method: setfit") == 1
+
+
+def test_the_card_says_why_the_passes_only_for_the_step_floor():
+    from tuneloop.report.fmt import setfit_stage_rows
+
+    stage = {"method": "setfit", "head": "logistic", "pairs": 144, "iterations": None, "pair_limit": 16384,
+             "steps": 108, "epochs": 12, "batch_size": 16, "lr": 2e-5, "pooling": "mean"}
+    floor = dict(setfit_stage_rows({**stage, "min_steps": 100}))["contrastive steps"]
+    given = dict(setfit_stage_rows({**stage, "min_steps": None}))["contrastive steps"]
+    assert floor == "108 (12 pass(es) over the pairs to make at least 100 steps, 16 pairs a step)"
+    assert given == "108 (12 pass(es) over the pairs, 16 pairs a step)"      # --setfit-epochs 12: the user's number
 
 
 def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):

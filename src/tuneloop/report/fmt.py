@@ -80,7 +80,7 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
                 f"(at most {fmt(stage.get('iterations'))} × the training rows of each kind, same class and other "
                 "class)")),
             ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs"
-                                  + (f" to make {stage['epochs_from']}" if "steps" in stage.get("epochs_from", "")
+                                  + (f" to make at least {stage['min_steps']} steps" if stage.get("min_steps")
                                      else "") + f", {fmt(stage.get('batch_size'))} pairs a step)"),
             ("learning rate (contrastive stage)", fmt(stage.get("lr"))), embedding]
 

@@ -315,6 +315,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
     return {"pairs": len(first), "steps": total, "epochs": epochs,
             "epochs_from": "--setfit-epochs" if cfg.setfit_epochs is not None else f"at least {MIN_STEPS} steps",
+            "min_steps": None if cfg.setfit_epochs is not None else MIN_STEPS,
             "iterations": cfg.setfit_iterations,
             "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
             "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
