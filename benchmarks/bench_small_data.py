@@ -35,7 +35,8 @@ Data sets (--datasets), both real and built here:
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
 seconds; with --wide-eval N, the same under "wide" on up to N more rows a class that no run of the given sizes and
-seeds trains on (the training rows, and so the scores on the held-out rows, are unchanged). The summary is mean ± std per method, data set and size; a plot of the curves is written beside the JSON.
+seeds trains on (the training rows, and so the scores on the held-out rows, are unchanged). The summary is mean ± std
+per method, data set and size; a plot of the curves is written beside the JSON.
 Each part of a resumed file records its CPU and package versions (and the setfit interpreter's if it names a setfit
 method).
 

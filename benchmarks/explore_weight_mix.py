@@ -1,7 +1,8 @@
 """Exploration, not a shipped setting: does mixing the contrastive stage's trained body with the pretrained one
 (weight-space ensembling, "WiSE-FT": Wortsman et al., Robust fine-tuning of zero-shot models, CVPR 2022) keep the
-stage's gain where it gains and the frozen embedding's where the stage loses (the held-out disaster tweets from 16
-rows a class on)?
+stage's gain where it gains and the frozen embedding's where the stage loses? (Asked when the held-out disaster
+tweets' 300 scored rows had the stage below the probe from 16 rows a class on; on 2,000 more rows it was not. Run on
+questions at 8 per class, 2026-11-28: mixing back loses, moving further along the update, a > 1, gains: the guide.)
 
 For each data set, size and seed (bench_small_data.py's data sets and row draws: the same training and scored rows),
 tuneloop trains `--method setfit` and `--method probe` once each. Then, for each mix a of --mixes, the body's weights
