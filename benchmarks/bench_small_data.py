@@ -217,6 +217,13 @@ def disaster_tweets(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed
                       f"data/disaster-tweets.csv; {per_class_eval} per class held out"}
 
 
+def data_builders(data_dir: str, data_packages: str) -> dict:
+    """{--datasets name: a function building that data set}."""
+    return {"mrpc": lambda: mrpc(data_dir), "docstrings": docstring_set,
+            "sentiment": lambda: rotten_tomatoes(data_packages), "questions": lambda: trec(data_packages),
+            "tweets": lambda: disaster_tweets(data_packages)}
+
+
 def sample(pool: list, per_class: int, seed: int) -> list:
     rng = random.Random(seed)
     rows = []
@@ -283,17 +290,22 @@ def on(predicted: list[int], truth: list[int]) -> dict:
             "collapsed": len(set(predicted)) == 1}
 
 
-def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, work: str) -> dict:
+def tuneloop_run(train: list, data: dict, seed: int, model: str, folder: str, **options):
+    """tuneloop.train on these rows as every tuneloop method here runs it. Validation: the training rows themselves,
+    only for the loop's progress lines (the model kept is the last step's, argmax, uncalibrated, and `auto`
+    cross-validates on the training rows): no scored row is seen."""
     import tuneloop
 
+    return tuneloop.train(train=frame(train, data["pair"]), validation=frame(train, data["pair"]), model=model,
+                          seed=seed, output_dir=folder, overwrite=True, quiet=True, report=False, baseline="none",
+                          calibrate="none", **options)
+
+
+def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, work: str) -> dict:
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"}}[method]
-    # validation: the training rows themselves, only for the loop's progress lines (the model kept is the last
-    # step's, argmax, uncalibrated, and `auto` cross-validates on the training rows): no scored row is seen
-    result = tuneloop.train(train=frame(train, data["pair"]), validation=frame(train, data["pair"]),
-                            model=model, seed=seed, output_dir=os.path.join(work, method), overwrite=True,
-                            quiet=True, report=False, baseline="none", calibrate="none", **options)
+    result = tuneloop_run(train, data, seed, model, os.path.join(work, method), **options)
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
     row = {**scores(predicted, data), "steps": result["train"]["steps"]}
     if result.get("setfit"):             # the contrastive stage's steps (the loop's are 0 with the logistic head)
@@ -476,9 +488,7 @@ def main(argv=None) -> int:
         except (OSError, subprocess.CalledProcessError) as e:
             why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
             p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")
-    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set,
-                "sentiment": lambda: rotten_tomatoes(args.data_packages), "questions": lambda: trec(args.data_packages),
-                "tweets": lambda: disaster_tweets(args.data_packages)}
+    builders = data_builders(args.data_dir, args.data_packages)
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
         out, result = args.resume, json.load(open(args.resume))

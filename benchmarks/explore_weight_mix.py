@@ -30,18 +30,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_small_data import (DATA_PACKAGES, disaster_tweets, docstring_set, frame, mrpc, on,  # noqa: E402
-                              rotten_tomatoes, sample, scored_rows, trec, wide_rows)
+from bench_small_data import (DATA_PACKAGES, data_builders, on, sample, scored_rows, tuneloop_run,  # noqa: E402
+                              wide_rows)
 from bench_train import default_out, machine_info, write_atomic  # noqa: E402
 from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
-
-
-def train(method: str, rows: list, data: dict, seed: int, model: str, folder: str):
-    import tuneloop
-
-    return tuneloop.train(train=frame(rows, data["pair"]), validation=frame(rows, data["pair"]), model=model,
-                          seed=seed, output_dir=folder, overwrite=True, quiet=True, report=False, baseline="none",
-                          calibrate="none", method=method).classifier
 
 
 def embedded(model, tokenizer, texts: list, pair: bool, batch: int = 64):
@@ -84,9 +76,9 @@ def one(data: dict, size: int, seed: int, model: str, mixes: list, work: str) ->
 
     rows = sample(data["pool"], size, seed)
     t0 = time.perf_counter()
-    stage = train("setfit", rows, data, seed, model, os.path.join(work, "setfit"))
+    stage = tuneloop_run(rows, data, seed, model, os.path.join(work, "setfit"), method="setfit").classifier
     stage_s = time.perf_counter() - t0
-    probe = train("probe", rows, data, seed, model, os.path.join(work, "probe"))
+    probe = tuneloop_run(rows, data, seed, model, os.path.join(work, "probe"), method="probe").classifier
     texts, scored = [x for x, _ in rows], [x for x, _ in scored_rows(data)]
     out = {"stage_s": round(stage_s, 1), "check": {}, "mix": {}}
     for name, clf in (("probe", probe), ("setfit", stage)):   # the runs' own predictions on the scored rows
@@ -122,9 +114,7 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    builders = {"mrpc": lambda: mrpc(args.data_dir), "docstrings": docstring_set,
-                "sentiment": lambda: rotten_tomatoes(args.data_packages), "questions": lambda: trec(args.data_packages),
-                "tweets": lambda: disaster_tweets(args.data_packages)}
+    builders = data_builders(args.data_dir, args.data_packages)
     model, machine, date = str(args.model or default_model()), machine_info(), dt.date.today().isoformat()
     out = args.out or default_out(date, machine, "-weight-mix-explore")
     result = {"benchmark": "weight mix of the contrastive stage and the pretrained body (exploration)", "date": date,
