@@ -13,6 +13,8 @@ Methods (--methods, comma-separated):
                     sentence-transformer, the head reads mean pooling, `setfit_pooling="mean"`)
   tuneloop-setfit-head  the same with `setfit_pooling="head"`: the head reads BERT's pooler output (what the stage
                     read before --setfit-pooling existed)
+  tuneloop-setfit-200  the stage with its step floor at 200 (training/contrastive.MIN_STEPS, 100 as shipped, set for
+                    the run and restored): sets whose one pass makes fewer than 200 pair steps train further
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -82,9 +84,11 @@ from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
 from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
+from tuneloop.training import contrastive  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
-           "tuneloop-probe")
+           "tuneloop-probe", "tuneloop-setfit-200")
+STEP_FLOORS = {"tuneloop-setfit-200": 200}      # methods that run the stage with another training/contrastive.MIN_STEPS
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
@@ -304,8 +308,14 @@ def tuneloop_run(train: list, data: dict, seed: int, model: str, folder: str, **
 def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, work: str) -> dict:
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
-               "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"}}[method]
-    result = tuneloop_run(train, data, seed, model, os.path.join(work, method), **options)
+               "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
+               "tuneloop-setfit-200": {"method": "setfit"}}[method]
+    shipped = contrastive.MIN_STEPS
+    contrastive.MIN_STEPS = STEP_FLOORS.get(method, shipped)
+    try:
+        result = tuneloop_run(train, data, seed, model, os.path.join(work, method), **options)
+    finally:
+        contrastive.MIN_STEPS = shipped
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
     row = {**scores(predicted, data), "steps": result["train"]["steps"]}
     if result.get("setfit"):             # the contrastive stage's steps (the loop's are 0 with the logistic head)

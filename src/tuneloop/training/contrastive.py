@@ -73,7 +73,9 @@ MIN_STEPS = 100             # by default, passes over the pairs until the stage 
 # 0.639 / 0.699 against 0.610 / 0.649, MRPC 0.540 / 0.564 against 0.516 / 0.557, held-out tweets 0.731 / 0.726
 # against 0.724 / 0.741; 36 steps at 8 per class did not help (sentiment 0.604, MRPC 0.521). Sets with 100 steps or
 # more in one pass (6 classes at 8 per class: 120; binary at 32: 132) are unchanged
-# (benchmarks/results/2026-11-27-epyc-2c-fewshot-pair-steps-explore.json).
+# (benchmarks/results/2026-11-27-epyc-2c-fewshot-pair-steps-explore.json). A floor of 200, tried on 2026-11-28
+# (benchmarks/results/2026-11-28-epyc-2c-floor200-*-explore.json): questions 8 0.797 → 0.813, but docstrings 8
+# 0.539 → 0.528 and the binary sets within ±0.006 at 8-32 per class, in twice the time: not taken.
 
 
 def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
