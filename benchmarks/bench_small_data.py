@@ -15,6 +15,8 @@ Methods (--methods, comma-separated):
                     read before --setfit-pooling existed)
   tuneloop-setfit-200  the stage with its step floor at 200 (training/contrastive.MIN_STEPS, 100 as shipped, set for
                     the run and restored): sets whose one pass makes fewer than 200 pair steps train further
+  tuneloop-setfit-torch-dropout  the stage with torch's dropout masks (`fast_dropout=False`; tuneloop's cheaper CPU
+                    masks are the default)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -87,7 +89,7 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 from tuneloop.training import contrastive  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
-           "tuneloop-probe", "tuneloop-setfit-200")
+           "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-torch-dropout")
 STEP_FLOORS = {"tuneloop-setfit-200": 200}      # methods that run the stage with another training/contrastive.MIN_STEPS
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
@@ -309,7 +311,8 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
-               "tuneloop-setfit-200": {"method": "setfit"}}[method]
+               "tuneloop-setfit-200": {"method": "setfit"},
+               "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}[method]
     shipped = contrastive.MIN_STEPS
     contrastive.MIN_STEPS = STEP_FLOORS.get(method, shipped)
     try:
