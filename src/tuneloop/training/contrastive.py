@@ -75,7 +75,7 @@ MIN_STEPS = 100             # by default, passes over the pairs until the stage 
 # more in one pass (6 classes at 8 per class: 120; binary at 32: 132) are unchanged
 # (benchmarks/results/2026-11-27-epyc-2c-fewshot-pair-steps-explore.json). A floor of 200, tried on 2026-11-28
 # (benchmarks/results/2026-11-28-epyc-2c-floor200-*-explore.json): questions 8 0.797 → 0.813, but docstrings 8
-# 0.539 → 0.528 and the binary sets within ±0.006 at 8-32 per class, in twice the time: not taken.
+# 0.539 → 0.528 and tweets and sentiment within ±0.006 at 8-32 per class, in twice the time: not taken.
 
 
 def make_pairs(labels: np.ndarray, iterations: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
