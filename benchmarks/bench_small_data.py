@@ -65,6 +65,7 @@ uninterrupted run's predictions).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import hashlib
 import importlib.metadata
@@ -79,6 +80,7 @@ import sys
 import tempfile
 import time
 import warnings
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -86,7 +88,6 @@ from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
 from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
-from tuneloop.training import contrastive  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
            "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-torch-dropout")
@@ -313,12 +314,10 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
                "tuneloop-setfit-200": {"method": "setfit"},
                "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}[method]
-    shipped = contrastive.MIN_STEPS
-    contrastive.MIN_STEPS = STEP_FLOORS.get(method, shipped)
-    try:
+    floor = (mock.patch("tuneloop.training.contrastive.MIN_STEPS", STEP_FLOORS[method]) if method in STEP_FLOORS
+             else contextlib.nullcontext())         # the stage's step floor for this run only (lazy: no torch here)
+    with floor:
         result = tuneloop_run(train, data, seed, model, os.path.join(work, method), **options)
-    finally:
-        contrastive.MIN_STEPS = shipped
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
     row = {**scores(predicted, data), "steps": result["train"]["steps"]}
     if result.get("setfit"):             # the contrastive stage's steps (the loop's are 0 with the logistic head)
