@@ -15,6 +15,8 @@ Methods (--methods, comma-separated):
                     read before --setfit-pooling existed)
   tuneloop-setfit-200  the stage with its step floor at 200 (training/contrastive.MIN_STEPS, 100 as shipped, set for
                     the run and restored): sets whose one pass makes fewer than 200 pair steps train further
+  tuneloop-setfit-1pass  the stage with no step floor (MIN_STEPS 1 for the run): one pass over its pairs, as the
+                    package makes
   tuneloop-setfit-torch-dropout  the stage with torch's dropout masks (`fast_dropout=False`; tuneloop's cheaper CPU
                     masks are the default)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
@@ -91,8 +93,9 @@ from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomi
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
-           "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-torch-dropout")
-STEP_FLOORS = {"tuneloop-setfit-200": 200}      # methods that run the stage with another training/contrastive.MIN_STEPS
+           "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout")
+# methods that run the stage with another step floor (training/contrastive.MIN_STEPS)
+STEP_FLOORS = {"tuneloop-setfit-200": 200, "tuneloop-setfit-1pass": 1}
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
@@ -196,7 +199,7 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
-               "tuneloop-setfit-200": {"method": "setfit"},
+               "tuneloop-setfit-200": {"method": "setfit"}, "tuneloop-setfit-1pass": {"method": "setfit"},
                "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}[method]
     floor = (mock.patch("tuneloop.training.contrastive.MIN_STEPS", STEP_FLOORS[method]) if method in STEP_FLOORS
              else contextlib.nullcontext())         # the stage's step floor for this run only (lazy: no torch here)
