@@ -16,6 +16,7 @@ import warnings
 
 from _mrpc import read_rows
 
+
 def mrpc(data_dir: str) -> dict:
     train, dev = read_rows(os.path.join(data_dir, "train.tsv")), read_rows(os.path.join(data_dir, "dev.tsv"))
     return {"pool": list(zip(zip(train["sentence1"], train["sentence2"]), train["label"])),

@@ -8,7 +8,7 @@ Data (both real):
               seed 42, 1 epoch). The student gets LABELLED rows of train.tsv (a seeded random sample, their labels
               kept) and UNLABELLED further rows of train.tsv as texts (labels dropped before tuneloop sees them);
               scored on dev.tsv (408 pairs).
-  docstrings  benchmarks/bench_small_data.py's docstring_set: the first paragraph of docstrings of six installed
+  docstrings  benchmarks/_fewshot_sets.py's docstring_set: the first paragraph of docstrings of six installed
               packages (numpy, scipy, pandas, scikit-learn, networkx, sympy), label = package, 100 per package held
               out for scoring. The teacher is fine-tuned on TEACHER_ROWS rows of the rest (the pool; 3 epochs); the
               student gets LABELLED rows of the pool with labels and up to UNLABELLED further pool rows without.
@@ -92,7 +92,7 @@ def mrpc_files(folder: Path, labelled: int, unlabelled: int) -> dict:
 
 
 def docstring_files(folder: Path, labelled: int, unlabelled: int, teacher_rows: int) -> dict:
-    from bench_small_data import docstring_set
+    from _fewshot_sets import docstring_set
 
     data = docstring_set()
     pool = list(data["pool"])

@@ -22,8 +22,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from _fewshot_sets import docstring_set  # noqa: E402
 from _mrpc import default_model  # noqa: E402
-from bench_small_data import docstring_set, mean_std, sample  # noqa: E402
+from bench_small_data import mean_std, sample  # noqa: E402
 from bench_train import default_out, finish, machine_info  # noqa: E402
 
 

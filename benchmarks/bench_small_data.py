@@ -86,7 +86,7 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _fewshot_sets import DATA_PACKAGES, data_builders, docstring_set  # noqa: E402,F401  (docstring_set: other scripts)
+from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
 from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 

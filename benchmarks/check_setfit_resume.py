@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_small_data as bench  # noqa: E402
+from _fewshot_sets import docstring_set  # noqa: E402
 from _mrpc import default_model  # noqa: E402
 from bench_train import machine_info, write_atomic  # noqa: E402
 
@@ -61,7 +62,7 @@ def main() -> int:
     p.add_argument("--out", default=os.path.join(HERE, "results", f"{time.strftime('%Y-%m-%d')}-setfit-resume.json"))
     args = p.parse_args()
     bench.SETFIT_SCRIPT = patched_script(args.save_steps)
-    data = bench.docstring_set()
+    data = docstring_set()
     train = bench.sample(data["pool"], args.per_class, args.seed)
     model, scratch = str(default_model()), tempfile.mkdtemp(prefix="check-setfit-resume-")
     probs = {}

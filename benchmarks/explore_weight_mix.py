@@ -30,10 +30,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_small_data import (DATA_PACKAGES, data_builders, on, sample, scored_rows, tuneloop_run,  # noqa: E402
-                              wide_rows)
-from bench_train import default_out, machine_info, write_atomic  # noqa: E402
+from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
 from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
+from bench_small_data import on, sample, scored_rows, tuneloop_run, wide_rows  # noqa: E402
+from bench_train import default_out, machine_info, write_atomic  # noqa: E402
 
 
 def embedded(model, tokenizer, texts: list, pair: bool, batch: int = 64):
