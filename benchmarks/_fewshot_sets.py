@@ -126,7 +126,6 @@ def disaster_tweets(folder: str = DATA_PACKAGES, per_class_eval: int = 150, seed
                       f"data/disaster-tweets.csv; {per_class_eval} per class held out"}
 
 
-
 FORTUNES_DEB = ("fortunes", "1:1.99.1-7.3")   # `cd /tmp/smalldata && apt-get download fortunes=1:1.99.1-7.3`
 FORTUNE_TOPICS = ("computers", "politics", "science", "work")
 

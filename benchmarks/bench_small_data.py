@@ -199,8 +199,8 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
-               "tuneloop-setfit-200": {"method": "setfit"}, "tuneloop-setfit-1pass": {"method": "setfit"},
-               "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}[method]
+               "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False},
+               **{m: {"method": "setfit"} for m in STEP_FLOORS}}[method]
     floor = (mock.patch("tuneloop.training.contrastive.MIN_STEPS", STEP_FLOORS[method]) if method in STEP_FLOORS
              else contextlib.nullcontext())         # the stage's step floor for this run only (lazy: no torch here)
     with floor:
