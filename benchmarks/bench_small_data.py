@@ -19,6 +19,9 @@ Methods (--methods, comma-separated):
                     package makes
   tuneloop-setfit-torch-dropout  the stage with torch's dropout masks (`fast_dropout=False`; tuneloop's cheaper CPU
                     masks are the default)
+  tuneloop-setfit-no-head-dropout  the stage with the dropout layers between the sentence embedding and the head
+                    (outside the encoder) off during the pair stage, as sentence-transformers trains
+                    (contrastive.STAGE_HEAD_DROPOUT False for the run)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -93,9 +96,11 @@ from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomi
 from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
-           "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout")
-# methods that run the stage with another step floor (training/contrastive.MIN_STEPS)
-STEP_FLOORS = {"tuneloop-setfit-200": 200, "tuneloop-setfit-1pass": 1}
+           "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout",
+           "tuneloop-setfit-no-head-dropout")
+# methods that run the stage with other settings of training/contrastive.py, set for the run and restored
+STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1pass": {"MIN_STEPS": 1},
+                  "tuneloop-setfit-no-head-dropout": {"STAGE_HEAD_DROPOUT": False}}
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
@@ -200,10 +205,10 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
                "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
                "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False},
-               **{m: {"method": "setfit"} for m in STEP_FLOORS}}[method]
-    floor = (mock.patch("tuneloop.training.contrastive.MIN_STEPS", STEP_FLOORS[method]) if method in STEP_FLOORS
-             else contextlib.nullcontext())         # the stage's step floor for this run only (lazy: no torch here)
-    with floor:
+               **{m: {"method": "setfit"} for m in STAGE_SETTINGS}}[method]
+    settings = (mock.patch.multiple("tuneloop.training.contrastive", **STAGE_SETTINGS[method])
+                if method in STAGE_SETTINGS else contextlib.nullcontext())     # this run only (lazy: no torch here)
+    with settings:
         result = tuneloop_run(train, data, seed, model, os.path.join(work, method), **options)
     predicted = [int(row["label"]) for row in result.classifier.predict([x for x, _ in scored_rows(data)])]
     row = {**scores(predicted, data), "steps": result["train"]["steps"]}
@@ -366,6 +371,9 @@ def main(argv=None) -> int:
     p.add_argument("--wide-eval", type=int, default=0, metavar="N",
                    help="also score every run on up to N more rows a class from the pool, rows no run of these "
                         "--sizes and --seeds trains on (the runs' training rows unchanged): a tighter estimate")
+    p.add_argument("--wide-sizes", type=int, nargs="+", default=None, metavar="N",
+                   help="the sizes whose training rows (of every --seeds) the wide rows leave out (default: --sizes): "
+                        "give an earlier file's sizes to score a run of fewer sizes on that file's wide rows")
     p.add_argument("--model", default=None, help="model folder (default: the embedded all-MiniLM-L6-v2)")
     p.add_argument("--setfit-python", default=None, help="a Python with the setfit package (needed by `setfit`)")
     p.add_argument("--out", default=None,
@@ -415,6 +423,8 @@ def main(argv=None) -> int:
             result["run_seed_offset"] = args.run_seed_offset
         if args.wide_eval:
             result["wide_eval"] = args.wide_eval
+        if args.wide_eval and args.wide_sizes:
+            result["wide_sizes"] = sorted(set(args.wide_sizes) | set(args.sizes))
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
@@ -425,7 +435,8 @@ def main(argv=None) -> int:
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
         if args.wide_eval:
-            data["wide"] = wide_rows(data["pool"], args.sizes, args.seeds, args.wide_eval)
+            data["wide"] = wide_rows(data["pool"], sorted(set(args.wide_sizes or args.sizes) | set(args.sizes)),
+                                     args.seeds, args.wide_eval)
         rows = {"source": data["source"], "pool_rows": len(data["pool"]), "eval_rows": len(data["eval"]),
                 "classes": data["labels"], "fingerprint": fingerprint(data)}
         if args.wide_eval:

@@ -294,3 +294,47 @@ def test_a_decoder_family(tmp_path_factory, tmp_path):
     assert not intercept                                    # Qwen2's score has no bias: a regression without one
     y = np.array([clf.labels.index(label) for label in train[1]])
     assert np.abs(probabilities - lr_probabilities(features, y, intercept)).max() <= 1e-4
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "deberta-v2"])
+def test_the_heads_dropouts_are_the_layers_outside_the_encoder(family, tmp_path_factory):
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(family_folder(family, tmp_path_factory))
+    found = contrastive.head_dropouts(model)
+    encoder = {id(m) for m in model.base_model.modules()}
+    assert found and not any(id(m) in encoder for m in found)
+    assert any(type(m).__name__.endswith("Dropout") for m in model.base_model.modules())   # theirs are left alone
+    if family == "bert":
+        assert found == [model.dropout]
+
+
+def test_the_pair_stage_has_no_dropout_after_the_encoder_and_the_loop_gets_it_back(tiny_model, tmp_path,
+                                                                                     monkeypatch):
+    """As sentence-transformers trains (nothing after its pooling): in the pair steps the dropout layers between the
+    sentence embedding and the head are off and the encoder's on; after the stage every one is in training mode
+    again, so the loop that follows (--setfit-head end-to-end) trains with all of them."""
+    seen, after, embed, stage = [], [], contrastive.Embedder.__call__, contrastive.train_body_and_head
+
+    def dropouts(model, inside: bool):
+        encoder = {id(m) for m in model.base_model.modules()}
+        return [m.training for m in model.modules()
+                if type(m).__name__.endswith("Dropout") and (id(m) in encoder) == inside]
+
+    def embed_and_look(self, rows):
+        if self.model.training:
+            seen.append((dropouts(self.model, False), dropouts(self.model, True)))
+        return embed(self, rows)
+
+    def stage_then_look(run, stop):
+        summary = stage(run, stop)
+        after.append(dropouts(run.model, False) + dropouts(run.model, True))
+        return summary
+
+    monkeypatch.setattr(contrastive.Embedder, "__call__", embed_and_look)
+    monkeypatch.setattr(contrastive, "train_body_and_head", stage_then_look)
+    train = pair_rows(32, 0)
+    tuneloop.train(**fast_options(tiny_model, **SETFIT, dropout=0.1, setfit_head="end-to-end", epochs=1),
+                   train=train, validation=train, output_dir=str(tmp_path / "run"))
+    assert seen and all(head == [False] and encoder and all(encoder) for head, encoder in seen)
+    assert after and all(after[0])
