@@ -6,9 +6,7 @@ predictions; anything else is a difference in the recipe (learning rate, schedul
 loss, pooling, the head).
 
 What this leaves out by design: the draws (which pairs, in which order, which dropout masks), which differ between
-any two runs of either, and tuneloop's step floor (more passes on small sets; README, few-shot guide).
-`--with-dropout` adds, per cell, tuneloop's stage with the model's dropout on the package's pairs in one pass and in
-the floor's passes: single runs (their dropout masks are draws), so a reading, not a proof. Rows: the
+any two runs of either, and tuneloop's step floor (more passes on small sets; README, few-shot guide). Rows: the
 cells of bench_small_data.py (`SET:PER_CLASS:SEED`, the same rows its runs train and are scored on).
 
     python benchmarks/check_setfit_same_step.py --setfit-python /tmp/sf/bin/python \\
@@ -76,11 +74,9 @@ def package_run(job: dict, python: str, work: str) -> tuple[dict, dict]:
         return json.load(f), torch.load(prefix + "-body.pt")
 
 
-def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str, dropout: float | None = 0.0,
-                 min_steps: int = 1):
-    """tuneloop's stage on the package's pairs in their order (one pass, every dropout 0, unless told other passes
-    through the step floor and None: the model's dropout); (predictions, the trained model's weights, results.json's
-    setfit section)."""
+def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str):
+    """tuneloop's stage on the package's pairs in their order (one pass; every dropout 0); (predictions, the trained
+    model's weights, results.json's setfit section)."""
     import numpy as np
     from safetensors.torch import load_file
 
@@ -90,11 +86,11 @@ def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str, dro
     flat = [p for step in steps for p in step]
     pairs = (np.array([index[a] for a, _, _ in flat]), np.array([index[b] for _, b, _ in flat]),
              np.array([y for _, _, y in flat], dtype=np.float32))
-    folder = os.path.join(work, f"tuneloop-{dropout}-{min_steps}")
-    with mock.patch.object(contrastive, "MIN_STEPS", min_steps), \
+    folder = os.path.join(work, "tuneloop")
+    with mock.patch.object(contrastive, "MIN_STEPS", 1), \
             mock.patch.object(contrastive, "make_pairs", lambda labels, iterations, seed: pairs):
         result = bench.tuneloop_run(train, {"pair": pair}, job["seed"], job["model"], folder, method="setfit",
-                                    **({} if dropout is None else {"dropout": dropout}))
+                                    dropout=0.0)
     predicted = [int(row["label"]) for row in result.classifier.predict(job["eval_texts"])]
     return predicted, load_file(os.path.join(folder, "model", "model.safetensors")), result["setfit"]
 
@@ -117,7 +113,7 @@ def compare(package: dict, mine: dict, pretrained: dict) -> dict:
             "update_norm": {k: round(v ** 0.5, 6) for k, v in moved.items()}}
 
 
-def check_cell(cell: str, builders: dict, model: str, python: str, with_dropout: bool) -> dict:
+def check_cell(cell: str, builders: dict, model: str, python: str) -> dict:
     from transformers import AutoModel
 
     name, size, seed = cell.split(":")
@@ -132,10 +128,6 @@ def check_cell(cell: str, builders: dict, model: str, python: str, with_dropout:
         package_s = time.perf_counter() - t0
         predicted, weights, stage = replayed_run(job, recorded["steps"], train, data["pair"], work)
         tuneloop_s = time.perf_counter() - t0 - package_s
-        variants = [{"dropout": "the model's", "min_steps": floor,
-                     "scores": bench.scores(replayed_run(job, recorded["steps"], train, data["pair"], work, None,
-                                                         floor)[0], {"eval": scored})}
-                    for floor in ((1, contrastive_floor()) if with_dropout else ())]
     pretrained = AutoModel.from_pretrained(model).state_dict()
     truth = [y for _, y in scored]
     return {"cell": cell, "rows": len(train), "pairs": sum(len(s) for s in recorded["steps"]),
@@ -144,14 +136,7 @@ def check_cell(cell: str, builders: dict, model: str, python: str, with_dropout:
             "package": bench.scores(recorded["predicted"], {"eval": scored}),
             "tuneloop": bench.scores(predicted, {"eval": scored}),
             "same_prediction": round(sum(a == b for a, b in zip(predicted, recorded["predicted"])) / len(truth), 4),
-            "seconds": {"package": round(package_s, 1), "tuneloop": round(tuneloop_s, 1)},
-            **({"with_dropout": variants} if variants else {})}
-
-
-def contrastive_floor() -> int:
-    from tuneloop.training import contrastive
-
-    return contrastive.MIN_STEPS
+            "seconds": {"package": round(package_s, 1), "tuneloop": round(tuneloop_s, 1)}}
 
 
 def main(argv=None) -> int:
@@ -161,9 +146,6 @@ def main(argv=None) -> int:
     p.add_argument("--setfit-python", required=True, help="a Python with the setfit package")
     p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
     p.add_argument("--data-packages", default=DATA_PACKAGES, help="as bench_small_data.py's")
-    p.add_argument("--with-dropout", action="store_true",
-                   help="also replay the package's pairs with the model's dropout (tuneloop's stage as it ships but "
-                        "for the pairs), in one pass and in the step floor's passes: what the draws and passes do")
     p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-"
                                                "setfit-same-step.json)")
     args = p.parse_args(argv)
@@ -178,7 +160,7 @@ def main(argv=None) -> int:
               "date": date, "machine": machine, "model": model, "cells": []}
     started = time.perf_counter()
     for cell in args.cells:
-        row = check_cell(cell, builders, model, args.setfit_python, args.with_dropout)
+        row = check_cell(cell, builders, model, args.setfit_python)
         print(json.dumps(row), flush=True)
         result["cells"].append(row)
     result["wall_s"] = round(time.perf_counter() - started, 1)
