@@ -170,10 +170,10 @@ def unique_pairs(labels: np.ndarray, limit: int, rng) -> tuple[np.ndarray, np.nd
 STAGE_HEAD_DROPOUT = False  # whether the head's dropout layers (outside the encoder) are on in the pair stage
 # Why off: sentence-transformers has no dropout after its pooling, so the package trains the cosine on the undropped
 # mean; with BERT's classifier dropout on it, the stage's embedding differs from what the head later reads. With the
-# same pairs in the same order and every dropout at 0, the stage's trained weights equal the package's to 9e-6
-# (benchmarks/check_setfit_same_step.py); that dropout was the one difference left in the recipe. Questions at 8 rows
-# per class, nine runs (three row sets x three run seeds) on 4,031 wide rows, 2-core Zen 4, 2026-11-28: 0.781 with it
-# off against 0.774 with it on and the package's 0.785 (benchmarks/results/2026-11-28-epyc-2c-questions8-wide*.json).
+# same pairs in the same order and every dropout at 0, the stage's trained weights equal the package's to 6e-5 or
+# closer on three sets (benchmarks/check_setfit_same_step.py): that dropout was the one difference left. Questions
+# at 8 rows per class, nine runs (three row sets x three run seeds) on 4,031 wide rows, 2-core Zen 4, 2026-11-28:
+# 0.781 with it off against 0.774 with it on and the package's 0.785 (results/2026-11-28-epyc-2c-questions8-wide*).
 
 
 def head_dropouts(plain) -> list:
