@@ -20,8 +20,10 @@ Methods (--methods, comma-separated):
   tuneloop-setfit-torch-dropout  the stage with torch's dropout masks (`fast_dropout=False`; tuneloop's cheaper CPU
                     masks are the default)
   tuneloop-setfit-no-head-dropout  the stage with the dropout layers between the sentence embedding and the head
-                    (outside the encoder) off during the pair stage, as sentence-transformers trains
-                    (contrastive.STAGE_HEAD_DROPOUT False for the run)
+                    (outside the encoder) off in the pair steps, as sentence-transformers trains: the shipped stage
+                    since 2026-11-28 (the name kept for the runs that measured it before it shipped)
+  tuneloop-setfit-head-dropout  the stage as it was before 2026-11-28: those dropout layers on in the pair steps
+                    (contrastive.STAGE_HEAD_DROPOUT True for the run)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -97,10 +99,11 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
            "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout",
-           "tuneloop-setfit-no-head-dropout")
+           "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout")
 # methods that run the stage with other settings of training/contrastive.py, set for the run and restored
 STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1pass": {"MIN_STEPS": 1},
-                  "tuneloop-setfit-no-head-dropout": {"STAGE_HEAD_DROPOUT": False}}
+                  "tuneloop-setfit-no-head-dropout": {"STAGE_HEAD_DROPOUT": False},
+                  "tuneloop-setfit-head-dropout": {"STAGE_HEAD_DROPOUT": True}}
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
 SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
