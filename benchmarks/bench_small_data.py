@@ -241,6 +241,24 @@ def setfit_versions(python: str) -> dict:
     return json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
+def setfit_job(train: list, data: dict, seed: int, model: str, num_iterations: int | None = None) -> dict:
+    """What a program run in the setfit interpreter reads: the model, seed, training rows and the texts to predict
+    (scored_rows(data)); a pair's two texts joined (the package takes single texts)."""
+    return {"model": model, "seed": seed, "num_iterations": num_iterations,
+            "texts": [joined(x, data["pair"]) for x, _ in train],
+            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in scored_rows(data)]}
+
+
+def in_setfit_python(python: str, script: str, args: list[str], work: str) -> None:
+    """`script` run with `python -c` in the setfit package's interpreter, offline, in `work` (its Trainer writes
+    checkpoints/ into its working folder); a failure raises with the end of its stderr."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
+    done = subprocess.run([python, "-c", script, *args], env=env, capture_output=True, text=True, cwd=work,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
+
+
 def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work: str,
                num_iterations: int | None = None) -> dict:
     """The setfit package in its own Python, in `work`, a folder kept for this run: its Trainer saves a checkpoint
@@ -250,9 +268,7 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
     os.makedirs(work, exist_ok=True)
     job, out, log = (os.path.join(work, name) for name in ("setfit-job.json", "setfit-predictions.json",
                                                              "segments.json"))
-    spec = {"model": model, "seed": seed, "num_iterations": num_iterations,
-            "texts": [joined(x, data["pair"]) for x, _ in train],
-            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in scored_rows(data)]}
+    spec = setfit_job(train, data, seed, model, num_iterations)
     if not os.path.exists(job) or read_json(job) != spec:     # another run's checkpoints are never resumed
         shutil.rmtree(os.path.join(work, "checkpoints"), ignore_errors=True)
         write_atomic(job, spec)
@@ -262,11 +278,7 @@ def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work
     segments.append({"start": time.time(), "from_step": last[0] if last else None,
                      "from_time": last[1] if last else None})
     write_atomic(log, segments)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
-    done = subprocess.run([python, "-c", SETFIT_SCRIPT, job, out], env=env, capture_output=True, text=True,
-                          cwd=work, check=False)      # setfit's Trainer writes checkpoints/ into its working folder
-    if done.returncode != 0:
-        raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
+    in_setfit_python(python, SETFIT_SCRIPT, [job, out], work)
     row = scores(read_json(out), data)
     if len(segments) > 1:
         row["wall_s"] = round(segmented_seconds(segments, time.time()), 1)

@@ -19,7 +19,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -65,11 +64,7 @@ def package_run(job: dict, python: str, work: str) -> tuple[dict, dict]:
     path, prefix = os.path.join(work, "job.json"), os.path.join(work, "package")
     with open(path, "w") as f:
         json.dump(job, f)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
-    done = subprocess.run([python, "-c", RECORDING_SCRIPT, path, prefix], env=env, capture_output=True, text=True,
-                          cwd=work, check=False)          # the Trainer writes its checkpoints into its working folder
-    if done.returncode != 0:
-        raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
+    bench.in_setfit_python(python, RECORDING_SCRIPT, [path, prefix], work)
     with open(prefix + ".json") as f:
         return json.load(f), torch.load(prefix + "-body.pt")
 
@@ -120,8 +115,7 @@ def check_cell(cell: str, builders: dict, model: str, python: str) -> dict:
     data = builders[name]()
     train = bench.sample(data["pool"], int(size), int(seed))
     scored = bench.scored_rows(data)
-    job = {"model": model, "seed": int(seed), "texts": [bench.joined(x, data["pair"]) for x, _ in train],
-           "labels": [y for _, y in train], "eval_texts": [bench.joined(x, data["pair"]) for x, _ in scored]}
+    job = bench.setfit_job(train, data, int(seed), model)
     with tempfile.TemporaryDirectory(prefix="same-step-") as work:
         t0 = time.perf_counter()
         recorded, package_body = package_run(job, python, work)
