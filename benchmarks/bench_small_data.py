@@ -411,6 +411,7 @@ def main(argv=None) -> int:
             why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
             p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")
     builders = data_builders(args.data_dir, args.data_packages)
+    wide_sizes = sorted(set(args.wide_sizes or args.sizes) | set(args.sizes))   # the sizes the wide rows leave out
     work = tempfile.mkdtemp(prefix="bench-small-data-")
     if args.resume:
         out, result = args.resume, json.load(open(args.resume))
@@ -439,7 +440,7 @@ def main(argv=None) -> int:
         if args.wide_eval:
             result["wide_eval"] = args.wide_eval
         if args.wide_eval and args.wide_sizes:
-            result["wide_sizes"] = sorted(set(args.wide_sizes) | set(args.sizes))
+            result["wide_sizes"] = wide_sizes
     done = {(r["dataset"], r["per_class"], r["seed"], r["method"]) for r in result["runs"] if "error" not in r}
     result["runs"] = [r for r in result["runs"] if "error" not in r]       # a failed run is tried again
     started, earlier_s = time.perf_counter(), result.get("wall_s", 0.0)
@@ -450,8 +451,7 @@ def main(argv=None) -> int:
     built = {name: builders[name]() for name in args.datasets.split(",")}
     for name, data in built.items():         # every run of a file is on the same rows, checked before any runs
         if args.wide_eval:
-            data["wide"] = wide_rows(data["pool"], sorted(set(args.wide_sizes or args.sizes) | set(args.sizes)),
-                                     args.seeds, args.wide_eval)
+            data["wide"] = wide_rows(data["pool"], wide_sizes, args.seeds, args.wide_eval)
         rows = {"source": data["source"], "pool_rows": len(data["pool"]), "eval_rows": len(data["eval"]),
                 "classes": data["labels"], "fingerprint": fingerprint(data)}
         if args.wide_eval:
