@@ -51,7 +51,7 @@ seconds; with --wide-eval N, the same under "wide" on up to N more rows a class 
 seeds trains on (the training rows, and so the scores on the held-out rows, are unchanged). The summary is mean ± std
 per method, data set and size; a plot of the curves is written beside the JSON.
 Each part of a resumed file records its CPU and package versions (and the setfit interpreter's if it names a setfit
-method).
+method; with --wide-eval, the sizes its wide rows leave out).
 
     python benchmarks/bench_small_data.py --sizes 8 16 32 64 256 --seeds 1 2 3 4 5 --setfit-python /tmp/sf/bin/python
     python benchmarks/bench_small_data.py --sizes 8 32 --seeds 1 2 --datasets mrpc --methods tuneloop,tfidf
@@ -431,6 +431,8 @@ def main(argv=None) -> int:
         result.setdefault("parts", []).append({"date": date, "datasets": args.datasets, "methods": methods,
                                                "sizes": args.sizes, "seeds": args.seeds,
                                                "machine": {k: machine[k] for k in PART_KEYS if k in machine}})
+        if args.wide_eval:               # the wide rows' fingerprint is checked below; the sizes they came from too
+            result["parts"][-1]["wide_sizes"] = wide_sizes
     else:
         out = args.out or default_out(date, machine, "-small-data")
         result = {"benchmark": "small data learning curves", "date": date, "machine": machine, "model": model,
