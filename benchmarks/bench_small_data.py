@@ -431,7 +431,7 @@ def main(argv=None) -> int:
         result.setdefault("parts", []).append({"date": date, "datasets": args.datasets, "methods": methods,
                                                "sizes": args.sizes, "seeds": args.seeds,
                                                "machine": {k: machine[k] for k in PART_KEYS if k in machine}})
-        if args.wide_eval:               # the wide rows' fingerprint is checked below; the sizes they came from too
+        if args.wide_eval:               # recorded only: what is checked below is the wide rows' fingerprint
             result["parts"][-1]["wide_sizes"] = wide_sizes
     else:
         out = args.out or default_out(date, machine, "-small-data")
