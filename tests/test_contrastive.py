@@ -136,7 +136,7 @@ def test_setfit_trains_the_body_then_fits_the_head(setfit_run):
     stage = result["setfit"]
     assert stage["pairs"] == 2 * 8 * 32 and stage["head"] == "logistic"
     assert stage["epochs"] == 4 and stage["steps"] == 4 * 32            # 32 steps a pass: 4 passes make 100 steps
-    assert stage["epochs_from"] == "at least 100 steps" and stage["min_steps"] == 100
+    assert stage["min_steps"] == 100 and "epochs_from" not in stage     # the floor once (no text restating it)
     assert stage["loss_last"] < stage["loss_first"] / 3                # the pairs were learned
     assert stage["head_train_accuracy"] >= 0.9
     assert result["train"]["steps"] == 0                               # the logistic head: no loop steps
@@ -244,6 +244,7 @@ def test_multi_label_heads_are_one_regression_per_label(tiny_model, tmp_path):
     result = tuneloop.train(**fast_options(tiny_model, **SETFIT), train_file=str(path), validation_file=str(path),
                             output_dir=str(tmp_path / "run"))
     assert result["problem_type"] == "multi_label_classification" and result["setfit"]["steps"] == 30
+    assert result["setfit"]["epochs"] == 1 and result["setfit"]["min_steps"] is None    # --setfit-epochs 1: no floor
     clf = tuneloop.load(tmp_path / "run")
     features, probabilities, intercept = head_inputs_and_probabilities(clf, texts)
     for j, name in enumerate(clf.labels):

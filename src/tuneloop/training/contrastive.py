@@ -336,8 +336,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     window = max(1, min(10, len(losses) // 4))          # the mean loss of the first and of the last steps
     mean = [float(losses[:window].mean()), float(losses[-window:].mean())]
     return {"pairs": len(first), "steps": total, "epochs": epochs,
-            "epochs_from": "--setfit-epochs" if cfg.setfit_epochs is not None else f"at least {MIN_STEPS} steps",
-            "min_steps": None if cfg.setfit_epochs is not None else MIN_STEPS,
+            "min_steps": None if cfg.setfit_epochs is not None else MIN_STEPS,      # None: the passes were given
             "iterations": cfg.setfit_iterations,
             "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
             "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
