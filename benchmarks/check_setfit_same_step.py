@@ -69,9 +69,10 @@ def package_run(job: dict, python: str, work: str) -> tuple[dict, dict]:
         return json.load(f), torch.load(prefix + "-body.pt")
 
 
-def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str):
-    """tuneloop's stage on the package's pairs in their order (one pass; every dropout 0); (predictions, the trained
-    model's weights, results.json's setfit section)."""
+def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str, texts: list):
+    """tuneloop's stage on the package's pairs in their order (one pass; every dropout 0); (predictions on `texts`,
+    the trained model's weights, results.json's setfit section). `texts` as tuneloop was trained on them: a pair set's
+    rows as (first, second) pairs, not the package's joined texts."""
     import numpy as np
     from safetensors.torch import load_file
 
@@ -86,7 +87,7 @@ def replayed_run(job: dict, steps: list, train: list, pair: bool, work: str):
             mock.patch.object(contrastive, "make_pairs", lambda labels, iterations, seed: pairs):
         result = bench.tuneloop_run(train, {"pair": pair}, job["seed"], job["model"], folder, method="setfit",
                                     dropout=0.0)
-    predicted = [int(row["label"]) for row in result.classifier.predict(job["eval_texts"])]
+    predicted = [int(row["label"]) for row in result.classifier.predict(texts)]
     return predicted, load_file(os.path.join(folder, "model", "model.safetensors")), result["setfit"]
 
 
@@ -120,7 +121,8 @@ def check_cell(cell: str, builders: dict, model: str, python: str) -> dict:
         t0 = time.perf_counter()
         recorded, package_body = package_run(job, python, work)
         package_s = time.perf_counter() - t0
-        predicted, weights, stage = replayed_run(job, recorded["steps"], train, data["pair"], work)
+        predicted, weights, stage = replayed_run(job, recorded["steps"], train, data["pair"], work,
+                                                 [x for x, _ in scored])
         tuneloop_s = time.perf_counter() - t0 - package_s
     pretrained = AutoModel.from_pretrained(model).state_dict()
     truth = [y for _, y in scored]
