@@ -291,7 +291,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
     as DDP wants) and pulls their cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
     nothing saved (the stage keeps no checkpoints: a resume could only run it again). A loss over every pair of a
-    step's rows instead: +0.0008 over 12 cells, not kept (2026-11-28-epyc-2c-inbatch-pairs-explore.json)."""
+    step's rows was tried and not kept: benchmarks/results/2026-11-28-epyc-2c-inbatch-pairs-explore.json."""
     from tqdm.auto import tqdm
 
     first, second, targets = make_pairs(labels, cfg.setfit_iterations, cfg.seed)
