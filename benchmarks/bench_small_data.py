@@ -100,7 +100,13 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
            "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout",
            "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout")
+# tuneloop.train's options for each tuneloop method (an exploration adds its own: METHODS, METHOD_OPTIONS[name])
+METHOD_OPTIONS = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
+                  "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
+                  "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
+                  "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}
 # methods that run the stage with other settings of training/contrastive.py, set for the run and restored
+# (`--method setfit` unless METHOD_OPTIONS says otherwise)
 STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1pass": {"MIN_STEPS": 1},
                   "tuneloop-setfit-no-head-dropout": {"STAGE_HEAD_DROPOUT": False},
                   "tuneloop-setfit-head-dropout": {"STAGE_HEAD_DROPOUT": True}}
@@ -204,11 +210,7 @@ def tuneloop_run(train: list, data: dict, seed: int, model: str, folder: str, **
 
 
 def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, work: str) -> dict:
-    options = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
-               "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
-               "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
-               "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False},
-               **{m: {"method": "setfit"} for m in STAGE_SETTINGS}}[method]
+    options = METHOD_OPTIONS.get(method, {"method": "setfit"} if method in STAGE_SETTINGS else None)
     settings = (mock.patch.multiple("tuneloop.training.contrastive", **STAGE_SETTINGS[method])
                 if method in STAGE_SETTINGS else contextlib.nullcontext())     # this run only (lazy: no torch here)
     with settings:
