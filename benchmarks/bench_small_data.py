@@ -24,6 +24,8 @@ Methods (--methods, comma-separated):
                     since 2026-11-28 (the name kept for the runs that measured it before it shipped)
   tuneloop-setfit-head-dropout  the stage as it was before 2026-11-28: those dropout layers on in the pair steps
                     (contrastive.STAGE_HEAD_DROPOUT True for the run)
+  tuneloop-setfit-dropout0  the stage with `dropout=0.0` (--dropout 0): no dropout anywhere in the pair steps (an
+                    exploration of 2026-11-29, not a default)
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -99,12 +101,13 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
            "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout",
-           "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout")
+           "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout", "tuneloop-setfit-dropout0")
 # tuneloop.train's options for each tuneloop method (an exploration adds its own: METHODS, METHOD_OPTIONS[name])
 METHOD_OPTIONS = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                   "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                   "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
-                  "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False}}
+                  "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False},
+                  "tuneloop-setfit-dropout0": {"method": "setfit", "dropout": 0.0}}
 # methods that run the stage with other settings of training/contrastive.py, set for the run and restored
 # (`--method setfit` unless METHOD_OPTIONS says otherwise)
 STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1pass": {"MIN_STEPS": 1},
