@@ -358,8 +358,9 @@ def plot(summary: dict, path: str) -> str:
             mean = [sizes[str(x)][metric]["mean"] for x in xs]
             std = [sizes[str(x)][metric]["std"] for x in xs]
             k = METHODS.index(method)      # one look per method in every panel: colours C0-C9, then dashed
-            ax.errorbar(xs, mean, yerr=std, marker="os"[k // 10 % 2], capsize=3, label=method, color=f"C{k % 10}",
-                        linestyle="-" if k < 10 else "--")
+            later = k >= 10
+            ax.errorbar(xs, mean, yerr=std, marker="s" if later else "o", linestyle="--" if later else "-",
+                        capsize=3, label=method, color=f"C{k % 10}")
         ax.set_xscale("log", base=2)
         shown = sorted({int(s) for sizes in methods.values() for s in sizes})
         ax.set_xticks(shown, [str(x) for x in shown])
