@@ -14,7 +14,7 @@ import subprocess
 import tarfile
 import warnings
 
-from _mrpc import read_rows
+from _mrpc import default_model, read_rows
 
 
 def mrpc(data_dir: str) -> dict:
@@ -44,6 +44,31 @@ def docstring_set(per_class_eval: int = 100, seed: int = 0) -> dict:
                 for package in PACKAGES}
     return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES), "versions": versions,
             "source": "first paragraphs of docstrings of " + ", ".join(PACKAGES) + f"; label = package; "
+                      f"{per_class_eval} per package held out"}
+
+
+def long_docstrings(per_class_eval: int = 40, seed: int = 0) -> dict:
+    """Whole docstrings of 257 to 1,024 tokens (the embedded MiniLM's tokenizer, no special tokens) of the same six
+    packages as docstring_set, label = package: a long-text set (added 2026-11-29), where a model that reads 256
+    tokens (sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2) sees another part of a text than one that
+    reads 512 (the tokenizer's maximum, tuneloop's default). A docstring typically opens with a summary and parameters
+    and ends with examples that import its package. `per_class_eval` per package held out for scoring."""
+    from bench_long import DISTRIBUTIONS, PACKAGES, docstrings
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model())
+    warnings.filterwarnings("ignore")
+    seen, rows = set(), []
+    for label, package in enumerate(PACKAGES):
+        docs = sorted(d for d in docstrings(package) if d not in seen)
+        seen.update(docs)
+        lengths = [len(ids) for ids in tokenizer(docs, add_special_tokens=False)["input_ids"]]
+        rows += [(d, label) for d, n in zip(docs, lengths) if 256 < n <= 1024]
+    pool, held = balanced_holdout(rows, per_class_eval, seed)
+    versions = {DISTRIBUTIONS.get(package, package): importlib.metadata.version(DISTRIBUTIONS.get(package, package))
+                for package in PACKAGES}
+    return {"pool": pool, "eval": held, "pair": False, "labels": len(PACKAGES), "versions": versions,
+            "source": "whole docstrings of 257-1,024 tokens of " + ", ".join(PACKAGES) + f"; label = package; "
                       f"{per_class_eval} per package held out"}
 
 
@@ -165,4 +190,4 @@ def data_builders(data_dir: str, data_packages: str) -> dict:
     return {"mrpc": lambda: mrpc(data_dir), "docstrings": docstring_set,
             "sentiment": lambda: rotten_tomatoes(data_packages), "questions": lambda: trec(data_packages),
             "tweets": lambda: disaster_tweets(data_packages),
-            "fortunes": lambda: fortunes(data_packages)}
+            "fortunes": lambda: fortunes(data_packages), "longdocs": long_docstrings}

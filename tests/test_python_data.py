@@ -135,3 +135,15 @@ def test_a_frame_the_classifier_cannot_read_is_one_line(from_csv, frames):
         clf.predict(pd.DataFrame({"a": ["x"], "b": ["y"]}))
     with pytest.raises(TuneloopError, match=r"row with index 2: column 'review' has no text \(got nan\)"):
         clf.predict(dev.head(3).assign(review=["ok", "fine", float("nan")]))
+
+
+def test_paths_given_as_path_objects_are_read_as_their_strings(frames, from_csv, tiny_model, tmp_path):
+    from pathlib import Path
+
+    folder = Path(from_csv.output_dir).parent            # the CSV files of from_csv
+    result = tuneloop.train(**fast_options(Path(tiny_model), epochs=2), train_file=folder / "train.csv",
+                            validation_file=folder / "dev.csv", text_columns=["review"], label_column="stars",
+                            output_dir=tmp_path / "run")
+    assert result["eval"] == pytest.approx(from_csv["eval"], abs=1e-6)
+    saved = (tmp_path / "run" / "config.yaml").read_text()
+    assert f"model: {tiny_model}" in saved and "PosixPath" not in saved and "!!python" not in saved

@@ -69,6 +69,9 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     unknown = set(user) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise ConfigError(unknown_options_message(unknown))
+    for name, value in user.items():                      # model=Path(...) from Python: as the string a flag gives
+        if isinstance(value, os.PathLike):
+            user[name] = os.fspath(value)
     if isinstance(user.get("text_columns"), str):          # text_columns="review" from Python: one column
         user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
     if isinstance(user.get("student_layers"), (int, str)):  # student_layers=3 or "0,2,5" from Python: as the flag

@@ -81,7 +81,9 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
                 "class)")),
             ("contrastive steps", f"{fmt(stage.get('steps'))} ({fmt(stage.get('epochs'))} pass(es) over the pairs"
                                   + (f" to make at least {stage['min_steps']} steps" if stage.get("min_steps")
-                                     else "") + f", {fmt(stage.get('batch_size'))} pairs a step)"),
+                                     else "") + f", {fmt(stage.get('batch_size'))} pairs a step"
+                                  + (f"; a step in up to {stage['pieces']} forward/backward passes to fit in memory"
+                                     if (stage.get("pieces") or 1) > 1 else "") + ")"),
             ("learning rate (contrastive stage)", fmt(stage.get("lr"))), embedding]
 
 

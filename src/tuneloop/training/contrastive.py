@@ -37,6 +37,7 @@ from ..data.batching import make_collator
 from ..exceptions import ConfigError, Interrupted
 from ..model.optim import build_optimizer, build_scheduler
 from ..runtime.machine import interactive
+from . import pair_pieces
 
 log = logging.getLogger("tuneloop")
 
@@ -270,23 +271,6 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     return summary
 
 
-def _step(loss, optimizer, scheduler, scaler, params, clip: float) -> None:
-    """One optimizer step of the pair stage: backward (scaled under fp16), clipping at `clip` (0: none), step,
-    schedule, zero_grad."""
-    (scaler.scale(loss) if scaler else loss).backward()
-    if scaler:
-        scaler.unscale_(optimizer)
-    if clip:
-        torch.nn.utils.clip_grad_norm_(params, clip)
-    if scaler:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
-
-
 def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Callable[[], int]) -> dict:
     """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
     as DDP wants) and pulls their cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
@@ -309,7 +293,9 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
         log.info(f"SetFit: training the body on {len(first)} pairs, {total} steps of {size} ({epochs} pass(es))")
     with tqdm(total=total, desc="SetFit pairs", unit="step", dynamic_ncols=True,
               disable=not speaks or not interactive(), file=sys.stderr) as bar:
-        losses = []
+        losses, most = [], 1
+        lengths = np.asarray([len(ids) for ids in rows["input_ids"]])
+        text_config = acc.unwrap_model(model).config.get_text_config()
         model.train()
         if not STAGE_HEAD_DROPOUT:        # as sentence-transformers trains: no dropout after the pooling
             for module in head_dropouts(acc.unwrap_model(model)):
@@ -319,12 +305,11 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
             for s in (starts[i] for i in order):
                 share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
                 a, b = first[share], second[share]
-                x, logits = embed(rows_of(rows, np.concatenate([a, b])))
-                similarity = torch.nn.functional.cosine_similarity(x[:len(a)], x[len(a):], dim=-1)
-                target = torch.as_tensor(targets[share], device=x.device)
-                # + 0 × logits: the head's weights take part in the graph (DDP wants every parameter used)
-                loss = torch.nn.functional.mse_loss(similarity, target) + 0.0 * logits.float().sum()
-                _step(loss, optimizer, scheduler, scaler, params, clip)
+                longest = cfg.max_length if cfg.pad_to_max_length else int(lengths[np.concatenate([a, b])].max())
+                piece = pair_pieces.pairs_a_piece(text_config, longest, len(a), acc.device.type, processes)
+                most = max(most, math.ceil(len(a) / piece))
+                loss = pair_pieces.backward(lambda i: embed(rows_of(rows, i)), a, b, targets[share], scaler, piece)
+                pair_pieces.apply(optimizer, scheduler, scaler, params, clip)
                 losses.append(loss.detach())
                 bar.update(1)
                 if len(losses) % cfg.log_every == 0:
@@ -340,7 +325,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
             "min_steps": None if cfg.setfit_epochs is not None else MIN_STEPS,      # None: the passes were given
             "iterations": cfg.setfit_iterations,
             "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
-            "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5)}
+            "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5),
+            "pieces": most}        # the most forward/backward passes a step took (pair_pieces.py; 1: whole)
 
 
 @torch.no_grad()
