@@ -273,7 +273,8 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
 
 def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Callable[[], int]) -> dict:
     """The contrastive stage: each step embeds both rows of its pairs in one forward pass (one pass per step,
-    as DDP wants) and pulls their cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
+    as DDP wants; on a CPU, in pieces where that pass would not fit in memory: pair_pieces.py) and pulls their
+    cosine similarity to the target. SIGINT/SIGTERM ends it after the step, with
     nothing saved (the stage keeps no checkpoints: a resume could only run it again). A loss over every pair of a
     step's rows was tried and not kept: benchmarks/results/2026-11-28-epyc-2c-inbatch-pairs-explore.json."""
     from tqdm.auto import tqdm
