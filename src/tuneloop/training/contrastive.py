@@ -311,7 +311,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
                 most = max(most, math.ceil(len(a) / piece))
                 loss = pair_pieces.backward(lambda i: embed(rows_of(rows, i)), a, b, targets[share], scaler, piece)
                 pair_pieces.apply(optimizer, scheduler, scaler, params, clip)
-                losses.append(loss.detach())
+                losses.append(loss)                                 # detached by pair_pieces.backward
                 bar.update(1)
                 if len(losses) % cfg.log_every == 0:
                     bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
