@@ -53,17 +53,12 @@ def long_docstrings(per_class_eval: int = 40, seed: int = 0) -> dict:
     tokens (sentence-transformers' `max_seq_length` for all-MiniLM-L6-v2) sees another part of a text than one that
     reads 512 (the tokenizer's maximum, tuneloop's default). A docstring typically opens with a summary and parameters
     and ends with examples that import its package. `per_class_eval` per package held out for scoring."""
-    from bench_long import DISTRIBUTIONS, PACKAGES, docstrings
+    from bench_long import DISTRIBUTIONS, PACKAGES
+    from bench_long import long_docstrings as long_rows
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(default_model())
-    warnings.filterwarnings("ignore")
-    seen, rows = set(), []
-    for label, package in enumerate(PACKAGES):
-        docs = sorted(d for d in docstrings(package) if d not in seen)
-        seen.update(docs)
-        lengths = [len(ids) for ids in tokenizer(docs, add_special_tokens=False)["input_ids"]]
-        rows += [(d, label) for d, n in zip(docs, lengths) if 256 < n <= 1024]
+    found = long_rows(AutoTokenizer.from_pretrained(default_model()))
+    rows = [(d, label) for label, package in enumerate(PACKAGES) for d in sorted(t for t, _ in found[package][1])]
     pool, held = balanced_holdout(rows, per_class_eval, seed)
     versions = {DISTRIBUTIONS.get(package, package): importlib.metadata.version(DISTRIBUTIONS.get(package, package))
                 for package in PACKAGES}

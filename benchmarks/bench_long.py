@@ -67,22 +67,34 @@ def docstrings(package: str) -> dict[str, str]:
     return found
 
 
-def build(out_dir: str, per_class: int, seed: int, model: str) -> dict:
-    from transformers import AutoTokenizer
+LONG_TOKENS = (257, 1024)       # the docstrings kept: this many tokens of the embedded MiniLM's tokenizer, no special ones
 
-    tokenizer = AutoTokenizer.from_pretrained(model)
+
+def long_docstrings(tokenizer) -> dict[str, tuple[int, list[tuple[str, int]]]]:
+    """package -> (how many docstrings it has, [(docstring, tokens)] of those LONG_TOKENS long), in PACKAGES' order and
+    each package's in its objects' qualified names' order; a docstring found in an earlier package is not counted
+    again. The long-text rows of this benchmark and of bench_small_data's `longdocs` set."""
     warnings.filterwarnings("ignore")
-    rng = random.Random(seed)
-    train, dev, lengths, counts = [], [], [], {}
     seen: set[str] = set()
+    found = {}
     for package in PACKAGES:
         docs = {d: n for d, n in docstrings(package).items() if d not in seen}
         seen.update(docs)
         texts = sorted(docs, key=docs.get)
         n_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        long = [(t, n) for t, n in zip(texts, n_tokens) if 256 < n <= 1024]
+        found[package] = (len(texts), [(t, n) for t, n in zip(texts, n_tokens)
+                                       if LONG_TOKENS[0] <= n <= LONG_TOKENS[1]])
+    return found
+
+
+def build(out_dir: str, per_class: int, seed: int, model: str) -> dict:
+    from transformers import AutoTokenizer
+
+    rng = random.Random(seed)
+    train, dev, lengths, counts = [], [], [], {}
+    for package, (n_docs, long) in long_docstrings(AutoTokenizer.from_pretrained(model)).items():
         kept = rng.sample(long, min(per_class, len(long)))
-        counts[package] = {"docstrings": len(texts), "257_to_1024_tokens": len(long), "kept": len(kept)}
+        counts[package] = {"docstrings": n_docs, "257_to_1024_tokens": len(long), "kept": len(kept)}
         cut = round(len(kept) * 0.8)
         train += [(t, package) for t, _ in kept[:cut]]
         dev += [(t, package) for t, _ in kept[cut:]]
