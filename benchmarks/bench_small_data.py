@@ -85,7 +85,6 @@ import argparse
 import contextlib
 import datetime as dt
 import hashlib
-import itertools
 import json
 import os
 import random
@@ -101,6 +100,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
 from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
+import _setfit_package as setfit_package  # noqa: E402
 from bench_train import WORK_DIR, default_out, finish, machine_info, write_atomic  # noqa: E402
 
 from tuneloop.exceptions import Interrupted  # noqa: E402
@@ -123,25 +123,8 @@ STAGE_SETTINGS = {"tuneloop-setfit-200": {"MIN_STEPS": 200}, "tuneloop-setfit-1p
                   "tuneloop-setfit-no-head-dropout": {"STAGE_HEAD_DROPOUT": False},
                   "tuneloop-setfit-head-dropout": {"STAGE_HEAD_DROPOUT": True}}
 SETFIT_ITERATIONS = {"setfit": None, "setfit-n20": 20}          # None: the package's default pair sampling
-SETFIT_PACKAGES = ("setfit", "sentence-transformers", "transformers", "torch")   # recorded from --setfit-python
 PART_KEYS = ("cpu_id", "cpu_features", "torch", "transformers", "accelerate", "datasets", "setfit_env")
-SETFIT_SCRIPT = r"""
-import functools, json, os, sys
-from datasets import Dataset
-from setfit import SetFitModel, Trainer, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
-job = json.load(open(sys.argv[1]))
-model = SetFitModel.from_pretrained(job["model"])
-pairs = {"num_iterations": job["num_iterations"]} if job["num_iterations"] else {}
-args = TrainingArguments(seed=job["seed"], **pairs)
-train = Dataset.from_dict({"text": job["texts"], "label": job["labels"]})
-trainer = Trainer(model=model, args=args, train_dataset=train)
-last = get_last_checkpoint(args.output_dir) if os.path.isdir(args.output_dir) else None
-if last:   # a run cut off earlier goes on from its last checkpoint (weights, optimizer, schedule, RNG, batch order)
-    trainer.st_trainer.train = functools.partial(trainer.st_trainer.train, resume_from_checkpoint=last)
-trainer.train()
-json.dump([int(p) for p in model.predict(job["eval_texts"], as_numpy=True)], open(sys.argv[2], "w"))
-"""
+
 
 
 def sample(pool: list, per_class: int, seed: int) -> list:
@@ -249,83 +232,18 @@ def run_tfidf(train: list, data: dict, seed: int) -> dict:
     return scores(predicted, data)
 
 
-def setfit_versions(python: str) -> dict:
-    """{package: version} of SETFIT_PACKAGES in the interpreter that runs the setfit package."""
-    code = f"import importlib.metadata as m, json; print(json.dumps({{p: m.version(p) for p in {SETFIT_PACKAGES!r}}}))"
-    return json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout)
-
-
 def setfit_job(train: list, data: dict, seed: int, model: str, num_iterations: int | None = None) -> dict:
-    """What a program run in the setfit interpreter reads: the model, seed, training rows and the texts to predict
-    (scored_rows(data)); a pair's two texts joined (the package takes single texts)."""
-    return {"model": model, "seed": seed, "num_iterations": num_iterations,
-            "texts": [joined(x, data["pair"]) for x, _ in train],
-            "labels": [y for _, y in train], "eval_texts": [joined(x, data["pair"]) for x, _ in scored_rows(data)]}
-
-
-def in_setfit_python(python: str, script: str, args: list[str], work: str) -> None:
-    """`script` run with `python -c` in the setfit package's interpreter, offline, in `work` (its Trainer writes
-    checkpoints/ into its working folder); a failure raises with the end of its stderr."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_DISABLED": "true"}
-    done = subprocess.run([python, "-c", script, *args], env=env, capture_output=True, text=True, cwd=work,
-                          check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"setfit failed: {done.stderr[-2000:]}")
+    """The setfit package's job for these rows: a pair's two texts joined (the package takes single texts); it
+    predicts scored_rows(data)."""
+    return setfit_package.job([joined(x, data["pair"]) for x, _ in train], [y for _, y in train],
+                              [joined(x, data["pair"]) for x, _ in scored_rows(data)], seed, model, num_iterations)
 
 
 def run_setfit(train: list, data: dict, seed: int, model: str, python: str, work: str,
                num_iterations: int | None = None) -> dict:
-    """The setfit package in its own Python, in `work`, a folder kept for this run: its Trainer saves a checkpoint
-    every 500 steps there, and a run cut off (a session's end, a kill) goes on from the last one when the benchmark
-    is run again. Its wall time then is the sum of its parts, each counted up to the checkpoint the next part went
-    on from (the steps redone after it are not counted twice), and the row says from which steps it went on."""
-    os.makedirs(work, exist_ok=True)
-    job, out, log = (os.path.join(work, name) for name in ("setfit-job.json", "setfit-predictions.json",
-                                                             "segments.json"))
-    spec = setfit_job(train, data, seed, model, num_iterations)
-    if not os.path.exists(job) or read_json(job) != spec:     # another run's checkpoints are never resumed
-        shutil.rmtree(os.path.join(work, "checkpoints"), ignore_errors=True)
-        write_atomic(job, spec)
-        write_atomic(log, [])
-    segments = read_json(log) if os.path.exists(log) else []
-    last = latest_checkpoint(os.path.join(work, "checkpoints"))
-    segments.append({"start": time.time(), "from_step": last[0] if last else None,
-                     "from_time": last[1] if last else None})
-    write_atomic(log, segments)
-    in_setfit_python(python, SETFIT_SCRIPT, [job, out], work)
-    row = scores(read_json(out), data)
-    if len(segments) > 1:
-        row["wall_s"] = round(segmented_seconds(segments, time.time()), 1)
-        row["resumed_at_steps"] = [s["from_step"] for s in segments[1:]]
-    shutil.rmtree(work, ignore_errors=True)
-    return row
-
-
-def read_json(path: str):
-    with open(path) as f:
-        return json.load(f)
-
-
-def latest_checkpoint(folder: str) -> tuple[int, float] | None:
-    """(step, the time it was written) of the newest complete checkpoint in `folder` (the Trainer writes its
-    trainer_state.json last), or None."""
-    found = []
-    for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        state = os.path.join(folder, name, "trainer_state.json")
-        if name.startswith("checkpoint-") and name[11:].isdigit() and os.path.exists(state):
-            found.append((int(name[11:]), os.path.getmtime(state)))
-    return max(found) if found else None
-
-
-def segmented_seconds(segments: list, end: float) -> float:
-    """A run's wall seconds over the parts it ran in: each cut-off part counts up to the checkpoint the next part
-    went on from (nothing if that one was older than the part, or if the next part started over); the last part
-    counts to `end`."""
-    total = end - segments[-1]["start"]
-    for part, after in itertools.pairwise(segments):
-        if after["from_time"] is not None:
-            total += max(0.0, after["from_time"] - part["start"])
-    return total
+    """The setfit package on these rows (_setfit_package.run: its own Python, resumable in `work`), scored."""
+    predicted, resumed = setfit_package.run(setfit_job(train, data, seed, model, num_iterations), python, work)
+    return {**scores(predicted, data), **resumed}
 
 
 # ---------------------------------------------------------------------------------------------- summary and plot
@@ -422,7 +340,7 @@ def main(argv=None) -> int:
     machine, date = machine_info(), dt.date.today().isoformat()
     if set(methods) & set(SETFIT_ITERATIONS):             # the package's own environment, recorded with the machine
         try:
-            machine["setfit_env"] = setfit_versions(args.setfit_python)
+            machine["setfit_env"] = setfit_package.setfit_versions(args.setfit_python)
         except (OSError, subprocess.CalledProcessError) as e:
             why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[-1]
             p.error(f"--setfit-python {args.setfit_python}: {why}; give a Python with setfit installed")

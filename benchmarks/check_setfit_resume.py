@@ -24,6 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _setfit_package as setfit_package  # noqa: E402
 import bench_small_data as bench  # noqa: E402
 from _fewshot_sets import docstring_set  # noqa: E402
 from _mrpc import default_model  # noqa: E402
@@ -34,9 +35,9 @@ PREDICT_LINE = 'json.dump([int(p) for p in model.predict(job["eval_texts"], as_n
 
 
 def patched_script(save_steps: int) -> str:
-    script = bench.SETFIT_SCRIPT
+    script = setfit_package.SETFIT_SCRIPT
     if ARGS_LINE not in script or PREDICT_LINE not in script:
-        raise SystemExit("bench_small_data.SETFIT_SCRIPT changed: update this check's patch")
+        raise SystemExit("_setfit_package.SETFIT_SCRIPT changed: update this check's patch")
     script = script.replace(ARGS_LINE, ARGS_LINE.replace("**pairs", f"save_steps={save_steps}, **pairs"))
     return script + ('import numpy\nnumpy.save(os.environ["CHECK_PROBA"], '
                      'model.predict_proba(job["eval_texts"], as_numpy=True))\n')
@@ -61,7 +62,7 @@ def main() -> int:
     p.add_argument("--kill-after", type=int, default=60, help="kill once the checkpoint of this step exists")
     p.add_argument("--out", default=os.path.join(HERE, "results", f"{time.strftime('%Y-%m-%d')}-setfit-resume.json"))
     args = p.parse_args()
-    bench.SETFIT_SCRIPT = patched_script(args.save_steps)
+    setfit_package.SETFIT_SCRIPT = patched_script(args.save_steps)
     data = docstring_set()
     train = bench.sample(data["pool"], args.per_class, args.seed)
     model, scratch = str(default_model()), tempfile.mkdtemp(prefix="check-setfit-resume-")
@@ -79,7 +80,7 @@ def main() -> int:
                 raise SystemExit(f"the run finished before checkpoint-{args.kill_after} (fewer steps?)")
             except RuntimeError:                     # the killed part: its folder and checkpoints are kept
                 pass
-            first_part_s = killed["at"] - bench.read_json(os.path.join(folder, "segments.json"))[0]["start"]
+            first_part_s = killed["at"] - setfit_package.read_json(os.path.join(folder, "segments.json"))[0]["start"]
         start = time.time()
         row = bench.run_setfit(train, data, args.seed, model, args.setfit_python, folder)
         row.setdefault("wall_s", round(time.time() - start, 1))

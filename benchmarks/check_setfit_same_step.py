@@ -26,12 +26,13 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import _setfit_package as setfit_package  # noqa: E402
 import bench_small_data as bench  # noqa: E402
 from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
 from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import default_out, finish, machine_info  # noqa: E402
 
-# The package's defaults (as bench_small_data.SETFIT_SCRIPT runs it), every dropout at 0, each step's pairs recorded
+# The package's defaults (as _setfit_package.SETFIT_SCRIPT runs it), every dropout at 0, each step's pairs recorded
 # as its data collator receives them (in training order), the trained body's transformer weights saved.
 RECORDING_SCRIPT = r"""
 import json, sys, torch
@@ -64,7 +65,7 @@ def package_run(job: dict, python: str, work: str) -> tuple[dict, dict]:
     path, prefix = os.path.join(work, "job.json"), os.path.join(work, "package")
     with open(path, "w") as f:
         json.dump(job, f)
-    bench.in_setfit_python(python, RECORDING_SCRIPT, [path, prefix], work)
+    setfit_package.in_setfit_python(python, RECORDING_SCRIPT, [path, prefix], work)
     with open(prefix + ".json") as f:
         return json.load(f), torch.load(prefix + "-body.pt")
 
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
     if unknown or any(len(c.split(":")) != 3 for c in args.cells):
         p.error(f"--cells: SET:PER_CLASS:SEED with SET one of {', '.join(builders)}")
     machine, date = machine_info(), dt.date.today().isoformat()
-    machine["setfit_env"] = bench.setfit_versions(args.setfit_python)
+    machine["setfit_env"] = setfit_package.setfit_versions(args.setfit_python)
     out = args.out or default_out(date, machine, "-setfit-same-step")
     result = {"benchmark": "the setfit package's step against tuneloop's pair stage on the same pairs, dropout 0",
               "date": date, "machine": machine, "model": model, "cells": []}
