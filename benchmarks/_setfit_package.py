@@ -67,18 +67,18 @@ def run(spec: dict, python: str, work: str) -> tuple[list[int], dict]:
     on from (the steps redone after it are not counted twice), and the row says from which steps it went on.
     Returns (the predicted labels of spec's eval_texts, {"wall_s", "resumed_at_steps"} if it was resumed, else {})."""
     os.makedirs(work, exist_ok=True)
-    job, out, log = (os.path.join(work, name) for name in ("setfit-job.json", "setfit-predictions.json",
-                                                             "segments.json"))
-    if not os.path.exists(job) or read_json(job) != spec:     # another run's checkpoints are never resumed
+    job_file, out, log = (os.path.join(work, name) for name in ("setfit-job.json", "setfit-predictions.json",
+                                                                  "segments.json"))
+    if not os.path.exists(job_file) or read_json(job_file) != spec:     # another run's checkpoints are never resumed
         shutil.rmtree(os.path.join(work, "checkpoints"), ignore_errors=True)
-        write_atomic(job, spec)
+        write_atomic(job_file, spec)
         write_atomic(log, [])
     segments = read_json(log) if os.path.exists(log) else []
     last = latest_checkpoint(os.path.join(work, "checkpoints"))
     segments.append({"start": time.time(), "from_step": last[0] if last else None,
                      "from_time": last[1] if last else None})
     write_atomic(log, segments)
-    in_setfit_python(python, SETFIT_SCRIPT, [job, out], work)
+    in_setfit_python(python, SETFIT_SCRIPT, [job_file, out], work)
     predicted, row = read_json(out), {}
     if len(segments) > 1:
         row["wall_s"] = round(segmented_seconds(segments, time.time()), 1)
