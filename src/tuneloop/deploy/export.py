@@ -25,7 +25,7 @@ from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_
 from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier, model_folder
 from ..predict.evaluate import evaluation
-from ..predict.routes import DEFAULT_DROP, compare
+from ..predict.routes import compare
 from ..runtime.process import command_scope
 
 log = logging.getLogger("tuneloop")

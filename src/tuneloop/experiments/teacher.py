@@ -17,7 +17,6 @@ import numpy as np
 
 from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, detect_columns, file_columns, iter_rows, position_word
-from ..data.soft_targets import SoftTargets
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
