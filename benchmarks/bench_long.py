@@ -67,7 +67,7 @@ def docstrings(package: str) -> dict[str, str]:
     return found
 
 
-LONG_TOKENS = (257, 1024)       # the docstrings kept: this many tokens of the embedded MiniLM's tokenizer, no special ones
+LONG_TOKENS = (257, 1024)   # the docstrings kept: this many tokens (the embedded MiniLM's tokenizer, no special ones)
 
 
 def long_docstrings(tokenizer) -> dict[str, tuple[int, list[tuple[str, int]]]]:

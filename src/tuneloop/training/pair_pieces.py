@@ -3,12 +3,12 @@
 On a CPU, attention over long texts keeps each row's attention matrices (layers × heads × length², in fp32: the
 scores' softmax, the dropped-out copy, the mask) for the backward pass: the step of 16 pairs (32 rows) on texts of
 512 tokens peaked at 12.3 GB in its first step and passed 15 GB during its second on all-MiniLM-L6-v2, and a
-benchmark run of it was killed by the kernel at 24 GB (2026-11-29, 2-core EPYC; the same step on texts of 256 tokens: 5.8 GB). A
-step whose rows would keep more than ATTENTION_BUDGET bytes of attention matrices runs as several forward and
-backward passes over pieces of its pairs, their gradients summed, then one optimizer step: the loss (the mean
-squared error over the step's pairs) is a sum over pairs, so this is the step's gradient, up to float rounding and
-the order in which dropout masks are drawn (tests/test_setfit_pieces.py: equal weights with every dropout at 0). A
-step under the budget runs whole, as before. GPUs (SDPA's memory-efficient kernels keep no attention matrices) and
+benchmark run of it was killed by the kernel at 24 GB (2026-11-29, 2-core EPYC; the same step on texts of 256
+tokens: 5.8 GB). A step whose rows would keep more than ATTENTION_BUDGET bytes of attention matrices runs as several
+forward and backward passes over pieces of its pairs, their gradients summed, then one optimizer step: the loss (the
+mean squared error over the step's pairs) is a sum over pairs, so this is the step's gradient, up to float rounding
+and the order in which dropout masks are drawn (tests/test_setfit_pieces.py: equal weights with every dropout at 0).
+A step under the budget runs whole, as before. GPUs (SDPA's memory-efficient kernels keep no attention matrices) and
 several processes (each with its share of a step's pairs) run every step whole."""
 
 from __future__ import annotations
