@@ -187,3 +187,46 @@ def test_thresholds_on_too_few_rows_of_a_class_stay_at_argmax():
     rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold", objective="f1"), seed=0)
     assert not rule.thresholds and "thresholds" not in report
     assert any("thresholds not applied: 200 validation rows with 4 on the rarer side" in n for n in report["notes"])
+
+
+def two_halves(over: float, under: float):
+    """400 rows whose two cross-fit halves (the folds fit_decision draws with seed 0) disagree: one half's logits are
+    over-confident by `over`, the other's under-confident (`under` < 1), so each half's temperature is wrong for the
+    other, and the one fitted on all rows is a compromise the rows do not pin down."""
+    from tuneloop.decision.fit import _folds
+    from tuneloop.objective import objective_for
+
+    labels = np.random.default_rng(0).integers(0, 2, 400)
+    logits = np.zeros((400, 2))
+    for (_, rows), temperature, seed in zip(_folds(labels, objective_for(SINGLE), 0), (over, under), (1, 2)):
+        z, y = sample(4000, 2, temperature, seed=seed)
+        for c in (0, 1):                                  # logits drawn given each row's label
+            want = rows[labels[rows] == c]
+            logits[want] = z[y == c][:len(want)]
+    return logits, labels
+
+
+def test_a_temperature_that_makes_the_cross_fitted_loss_and_ece_worse_is_not_applied():
+    logits, labels = two_halves(3.0, 0.3)
+    fitted = fit_temperature(logits, labels, SINGLE)
+    assert fitted > 1.5                                    # what the rule applied before the guard
+    rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold"), seed=0)
+    c = report["calibration"]
+    assert rule.temperature == 1.0 and c["temperature"] == 1.0 and c["method"] == "temperature"
+    assert c["not_applied"]["temperature"] == pytest.approx(fitted, rel=1e-3)
+    assert c["not_applied"]["nll_after"] > c["nll_before"] and c["not_applied"]["ece_after"] > c["ece_before"]
+    assert c["nll_after"] == c["nll_before"] and c["ece_after"] == c["ece_before"]    # what is applied: T = 1
+    assert report["notes"][0].startswith(f"calibration not applied: the temperature fitted on the validation rows "
+                                         f"({fitted:.3g}) made the probabilities worse on rows it was not fitted on")
+    assert np.allclose(rule.probabilities(logits), DecisionRule(kind=SINGLE).probabilities(logits))
+    # the threshold is tuned on the probabilities the rule applies (raw), not on the refused temperature's
+    p = DecisionRule(kind=SINGLE).probabilities(logits)[:, 1]
+    assert ((rule.predictions(logits) == 1) == (p >= rule.thresholds[0])).all()
+    assert rule.describe().startswith("temperature 1; threshold")
+
+
+def test_halves_that_agree_keep_their_temperature():
+    logits, labels = two_halves(3.0, 3.0)                  # over-confident by 3 throughout: fitted, helps, applied
+    rule, report = fit_decision(logits, labels, SINGLE, options(), seed=0)
+    assert rule.temperature == pytest.approx(3.0, rel=0.3) and "not_applied" not in report["calibration"]
+    assert report["calibration"]["nll_after"] < report["calibration"]["nll_before"]
