@@ -170,6 +170,18 @@ def test_the_model_card_describes_the_stage_not_an_empty_loop(setfit_run):
     assert f"{stage['pairs']} pairs in {stage['steps']} steps" in card and "samples/s" not in card
 
 
+def test_the_closing_summary_says_the_stage_not_an_empty_loop(setfit_run, capsys):
+    from tuneloop.cli.commands import print_summary
+
+    result = setfit_run[0]
+    stage = result["setfit"]
+    print_summary(result)
+    said = capsys.readouterr().out
+    assert f"train: SetFit, {stage['steps']} contrastive steps over {stage['pairs']} pairs, then a logistic-regression " \
+        f"head, {stage['seconds']:.1f}s" in said
+    assert "0 steps" not in said and "samples/s" not in said
+
+
 def test_the_report_shows_the_stage_not_an_empty_loop(setfit_run):
     """report.html of a logistic-head run: the stage in the summary and its own table; no "0 steps", no training
     statistics of a loop that never ran, no curves said to be "not logged yet", no raw JSON of the stage."""

@@ -41,15 +41,23 @@ def write(path, rows) -> str:
     return str(path)
 
 
-def test_the_probe_is_a_head_on_the_frozen_body_and_an_ordinary_model_folder(tiny_model, tmp_path):
+def test_the_probe_is_a_head_on_the_frozen_body_and_an_ordinary_model_folder(tiny_model, tmp_path, capfd):
     from transformers import AutoModelForSequenceClassification
 
+    from tuneloop.cli.commands import print_summary
     from tuneloop.cli.main import main
 
     train, dev = opinion_rows(40, 0), opinion_rows(30, 1)
     out = tmp_path / "run"
-    result = tuneloop.train(**fast_options(tiny_model, method="probe"), train_file=write(tmp_path / "train.csv", train),
+    result = tuneloop.train(**fast_options(tiny_model, method="probe", quiet=False),
+                            train_file=write(tmp_path / "train.csv", train),
                             validation_file=write(tmp_path / "dev.csv", dev), output_dir=str(out))   # the gate reads it
+    assert "| --method probe: the frozen embedding, then a fitted head; the training loop takes no step |" in \
+        capfd.readouterr().err
+    print_summary(result)                         # what `tuneloop train` prints last: the probe, not "0 steps"
+    said = capfd.readouterr().out
+    assert "train: a linear probe on the frozen embedding, then a logistic-regression head, " in said
+    assert "0 steps" not in said
     stage = result["setfit"]
     assert stage["method"] == "probe" and stage["pairs"] == 0 and stage["head"] == "logistic"
     assert result["train"]["steps"] == 0 and stage["seconds"] < 30
@@ -96,7 +104,10 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
     saved = json.loads((tmp_path / "a" / "results.json").read_text())
     assert saved["auto"]["chosen"] == first["chosen"]
     assert f"method: {first['chosen']}" in (tmp_path / "a" / "config.yaml").read_text()
-    assert f"method auto: {first['chosen']}, " in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert f"method auto: {first['chosen']}, " in err
+    assert "method auto: probe, fold 1 of 3: " in err and "method auto: probe, fold 3 of 3: " in err  # where it is
+    assert err.count("attention: ") == 1          # said by the run's model, not again by every fold's
     from tuneloop.report.page import write_report
 
     page = write_report(tmp_path / "a").read_text()

@@ -67,10 +67,15 @@ def print_experiment(summary: dict, output_dir: str) -> None:
 def print_summary(results: dict) -> None:
     ev = results["eval"]
     shown = "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples")
-    tr = results["train"]
+    tr, stage = results["train"], results.get("setfit") or {}
     print(f"eval ({ev['num_samples']} examples): {shown}")
-    print(f"train: {tr['steps']} steps, {tr['epochs']:g} epochs, {tr['runtime_s']:.1f}s, "
-          f"{tr['samples_per_second']:.1f} samples/s")
+    if stage and not tr["steps"]:      # the probe, or the pair stage with its fitted head: the loop took no step
+        what = ("a linear probe on the frozen embedding" if stage.get("method") == "probe" else
+                f"SetFit, {stage['steps']} contrastive steps over {stage['pairs']} pairs")
+        print(f"train: {what}, then a logistic-regression head, {stage['seconds']:.1f}s")
+    else:
+        print(f"train: {tr['steps']} steps, {tr['epochs']:g} epochs, {tr['runtime_s']:.1f}s, "
+              f"{tr['samples_per_second']:.1f} samples/s")
     print(f"saved: {results['output_dir']}  (model in {results['output_dir']}/model)")
 
 

@@ -102,6 +102,8 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             correct[held] = fold_correct(method, config, data, tokenizer, accelerator, build_model, objective,
                                          inputs, labels, train, held, speed)
             accuracies.append(float(correct[held].mean()))
+            log.info(f"method auto: {method}, fold {i + 1} of {len(folds)}: {accuracies[-1]:.3f} of its held-out rows "
+                     f"right ({time.perf_counter() - started:.0f} s of --auto-budget {config.auto_budget:g} s)")
             each = (time.perf_counter() - t0) / (i + 1)
             left = len(folds) - i - 1
             if method != "probe" and left and time.perf_counter() - started + left * each > config.auto_budget:

@@ -158,10 +158,10 @@ def metric_names(data: PreparedData) -> tuple[str, ...]:
     return tasks.metric_names(data.task, data.labels.problem_type, data.labels.num_labels)
 
 
-def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers: SpeedLevers):
+def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers: SpeedLevers, announce: bool = True):
     """(the model with its new head, the attention it runs): dropout and attention as the options ask (`auto`:
     the fastest the architecture supports here), the tokenizer checked against its embeddings, embeddings frozen
-    or not."""
+    or not. `announce`: log the automatic choices (not for `--method auto`'s fold models: the run's says them)."""
     model_cfg = model_config(config.model, labels, config.task, config.dropout, tokenizer.pad_token_id)
     attention, why = choose_attention(config.attention, model_class(model_cfg), device_type == "cpu",
                                       config.compiled)
@@ -169,7 +169,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
     check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
     pooling.restore(model)                               # a folder whose config records the mean (pooling.py)
     check_vocabulary(tokenizer, model, config.model)
-    pooled = setup_pooling(config, model)
+    pooled = setup_pooling(config, model, announce)
     if config.lora:                      # adapters; the new head (and pooler) trained and saved in full
         model = add_adapters(model, config, new)
         log.info(f"LoRA r={config.lora_r}: {trainable_summary(model)}")
@@ -180,12 +180,12 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
         levers.route_attention(model, cheap_masks=device_type == "cpu" and config.fast_dropout)
     if config.freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
-    if config.attention == "auto":
+    if config.attention == "auto" and announce:
         log.info(f"attention: {attention} ({why})")
     return model, attention, pooled
 
 
-def setup_pooling(config: TrainConfig, model) -> str:
+def setup_pooling(config: TrainConfig, model, announce: bool = True) -> str:
     """--method setfit: the embedding its head reads (model/pooling.py), the pooler swapped for the mean when that
     is chosen; returns the choice, for config.yaml."""
     if config.method not in HEAD_FITTED:
@@ -195,7 +195,7 @@ def setup_pooling(config: TrainConfig, model) -> str:
     chosen, why = pooling.choose(config.setfit_pooling, resolve_model(config.model), model, config.lora)
     if chosen == "mean":
         pooling.use_mean(model)
-    if config.setfit_pooling == "auto":
+    if config.setfit_pooling == "auto" and announce:
         log.info(f"SetFit pooling: {chosen} ({why})")
     return chosen
 
@@ -300,10 +300,13 @@ def describe(run: Run) -> None:
         log.warning(f"--mixed-precision {c.mixed_precision} computes as {precision}")
     numbers = {"no": "fp32 numbers", "bf16": "bf16 numbers (mixed precision)",
                "fp16": "fp16 numbers (mixed precision)"}.get(precision, precision)
+    loop = (f"batch {c.batch_size}/device, global {plan.global_batch} | {plan.steps_per_epoch} steps/epoch, "
+            f"{plan.total_steps} steps" if plan.total_steps or c.method not in HEAD_FITTED else
+            f"--method {c.method}: " + ("the frozen embedding" if c.method == "probe" else "the pair stage") +
+            ", then a fitted head; the training loop takes no step")
     log.info(f"model {c.model} on {acc.device} × {acc.num_processes} process(es), computing in {numbers}, "
              f"{c.attention} attention" + (f", compiled ({c.compile})" if c.compiled else "") +
-             f" | batch {c.batch_size}/device, global {plan.global_batch} | "
-             f"{plan.steps_per_epoch} steps/epoch, {plan.total_steps} steps | output {run.output_dir}")
+             f" | {loop} | output {run.output_dir}")
     if acc.device.type == "cuda" or c.captured_step != "auto":    # on CPUs the eager step is the only one
         log.info(f"training step: {'captured (CUDA graphs)' if run.captured else 'eager'} ({run.step_reason})")
 
@@ -327,7 +330,8 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     data = setup_data(config, tokenizer, accelerator)
     timeline.mark("data")
     config, chosen = choose.decide(config, data, tokenizer, accelerator,        # --method auto: by cross-validation
-                                   lambda c: setup_model(c, data.labels, tokenizer, accelerator.device.type, levers)[0],
+                                   lambda c: setup_model(c, data.labels, tokenizer, accelerator.device.type, levers,
+                                                         announce=False)[0],
                                    setup_objective(config, data, accelerator.device))
     timeline.mark("method choice")
     config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
