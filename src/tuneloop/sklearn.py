@@ -45,7 +45,7 @@ def as_texts(X, name: str = "X") -> list:
             raise DataError(f"{name}: a DataFrame of one text column, or two for pairs; got {len(columns)} columns "
                             f"({', '.join(columns)}); select the text column(s)")
         parts = [X.iloc[:, i].tolist() for i in range(len(columns))]
-        return parts[0] if len(parts) == 1 else list(zip(*parts))
+        return parts[0] if len(parts) == 1 else list(zip(*parts, strict=True))
     if hasattr(X, "ndim") and hasattr(X, "tolist"):            # a Series or a numpy array
         if X.ndim == 1:
             return X.tolist()
@@ -218,8 +218,8 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
         found = [self._class_of_name.get(row["label"]) for row in rows]
         if all(i is not None for i in found):
             return self.classes_[np.asarray(found, dtype=int)]
-        return np.asarray([self.classes_[i] if i is not None else row["label"] for i, row in zip(found, rows)],
-                          dtype=object)
+        return np.asarray([self.classes_[i] if i is not None else row["label"]
+                           for i, row in zip(found, rows, strict=True)], dtype=object)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, a row per text and a column per class in `classes_` order: calibrated by the

@@ -76,7 +76,7 @@ def _from_frame(df, split: str) -> Table:
     labels = [_plain(index) for index in df.index]
     by_index = all(isinstance(x, int) and not isinstance(x, bool) for x in labels)   # errors name df.loc[...]
     rows = [(label if by_index else i, {str(k): _plain(v) for k, v in record.items()})
-            for i, (label, record) in enumerate(zip(labels, records), start=1)]
+            for i, (label, record) in enumerate(zip(labels, records, strict=True), start=1)]
     return Table(split, "DataFrame" if by_index else "DataFrame, rows counted from 1", columns, rows)
 
 
@@ -107,7 +107,7 @@ def _from_lists(data, split: str) -> Table:
     columns = list(PAIR_COLUMNS if pairs else PAIR_COLUMNS[:1]) + (["label"] if labels is not None else [])
     rows = []
     for i, text in enumerate(texts, start=1):
-        row = dict(zip(PAIR_COLUMNS, [_plain(t) for t in text])) if pairs else {"text": _plain(text)}
+        row = dict(zip(PAIR_COLUMNS, [_plain(t) for t in text], strict=True)) if pairs else {"text": _plain(text)}
         if labels is not None:
             row["label"] = _plain(labels[i - 1])
         rows.append((i, row))

@@ -85,7 +85,7 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
                 raise DataError(f"{path}: line {reader.line_num}: expected {len(header)} {kind} fields "
                                 f"({', '.join(header)}), found {len(row)}; fix or remove that line")
             seen += 1
-            yield reader.line_num, dict(zip(header, row))
+            yield reader.line_num, dict(zip(header, row, strict=True))
     except csv.Error as e:
         raise DataError(f"{path}: line {reader.line_num}: malformed {fmt.upper()} ({e}); check its quoting") from None
     finally:

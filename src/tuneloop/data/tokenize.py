@@ -40,10 +40,10 @@ class Tokenize:
         if second is not None and any(t is None for t in second):
             second = [t or "" for t in second]
         if second is not None and self.join:
-            batch = {**batch, "text_a": [a + PAIR_JOIN + b for a, b in zip(batch["text_a"], second)]}
+            batch = {**batch, "text_a": [a + PAIR_JOIN + b for a, b in zip(batch["text_a"], second, strict=True)]}
             second = None
-        labels = [self.encoder(raw, pos) for raw, pos in zip(batch["label"], batch["pos"])] if self.encoder \
-            else None
+        labels = ([self.encoder(raw, pos) for raw, pos in zip(batch["label"], batch["pos"], strict=True)]
+                  if self.encoder else None)
         if self.policy.simple:
             encoded = self.tokenizer(batch["text_a"], second, truncation=True, max_length=self.policy.max_length)
             encoded["truncated"] = [bool(e.overflowing) for e in encoded.encodings] if encoded.encodings else \

@@ -166,8 +166,8 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     curve = coverage_curve(probs, labels, problem, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:
-        report["abstain"].update(zip(("coverage", "accuracy"), coverage_curve(probs, labels, problem, tuned,
-                                                                               (rule.abstain_below,))[0][1:]))
+        _, coverage, accuracy = coverage_curve(probs, labels, problem, tuned, (rule.abstain_below,))[0]
+        report["abstain"].update(coverage=coverage, accuracy=accuracy)
     if rule.notes:
         report["notes"] = rule.notes
     return rule, report

@@ -195,7 +195,7 @@ def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str | Objective,
                    ) -> tuple[list[float], list[str]]:
     """Binary: [cut-off on the positive class]; multi-label: one per label. Returns (thresholds, warnings)."""
     notes, problem = [], objective_for(kind)
-    columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T)
+    columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T, strict=True)
     cuts = []
     for k, (scores, positive) in enumerate(columns):
         cut, met = best_threshold(scores, positive, objective)

@@ -20,12 +20,14 @@ MAX_FEATURES = 200_000       # per n-gram kind: bounds memory on large data sets
 
 def _texts(table, pair: bool) -> list[str]:
     columns = table.select_columns(["text_a", "text_b"] if pair else ["text_a"])[:]
-    return [f"{a} | {b}" for a, b in zip(columns["text_a"], columns["text_b"])] if pair else list(columns["text_a"])
+    if not pair:
+        return list(columns["text_a"])
+    return [f"{a} | {b}" for a, b in zip(columns["text_a"], columns["text_b"], strict=True)]
 
 
 def _targets(table, encoder: LabelEncoder) -> np.ndarray:
     columns = table.select_columns(["label", "pos"])[:]
-    return np.asarray([encoder(raw, pos) for raw, pos in zip(columns["label"], columns["pos"])])
+    return np.asarray([encoder(raw, pos) for raw, pos in zip(columns["label"], columns["pos"], strict=True)])
 
 
 def baseline_model(objective: str | Objective, seed: int):

@@ -110,4 +110,5 @@ def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
     index = None if objective.multi_label else list(range(len(schema.names)))   # label sets: scikit-learn's columns
     precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
     return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
-                   "support": int(s)} for name, p, r, f, s in zip(schema.names, precision, recall, f1, support)}
+                   "support": int(s)}
+            for name, p, r, f, s in zip(schema.names, precision, recall, f1, support, strict=True)}

@@ -51,7 +51,7 @@ def agreement(a: list, b: list, regression: bool) -> dict:
         x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
         corr = float(np.corrcoef(x, y)[0, 1]) if len(x) > 1 and x.std() > 0 and y.std() > 0 else None
         return {"mean_abs_difference": float(np.mean(np.abs(x - y))), "pearson": corr}
-    same = [json_key(p) == json_key(q) for p, q in zip(a, b)]
+    same = [json_key(p) == json_key(q) for p, q in zip(a, b, strict=True)]
     return {"agreement": float(np.mean(same))}
 
 

@@ -207,7 +207,7 @@ def _write_table(cfg, folder: Path, texts, given, soft, schema) -> dict:
     rows = texts.items + (given.items if given else [])
     given_labels = [None] * len(texts.items) + (list(given.labels) if given else [])
     for i, item in enumerate(rows):
-        row = dict(zip(columns, item))
+        row = dict(zip(columns, item[:len(columns)], strict=True))     # (text, None) under one text column
         row[label] = given_labels[i] if given_labels[i] is not None else t.decided_label(soft[i], schema)
         lines.append(json.dumps(row, ensure_ascii=False))
     table_file = folder / DISTILL_TABLE

@@ -43,7 +43,7 @@ def write_out_of_fold(config: TrainConfig, out: Path, run_names: list[str]) -> d
     if (fold_of == 0).any():
         raise RuntimeError(f"{int((fold_of == 0).sum())} training rows have no out-of-fold prediction")
     predicted, objective = prediction_rows(list(table["id"]), logits, schema), schema.objective
-    for row, fold, g in zip(predicted, fold_of, labels):
+    for row, fold, g in zip(predicted, fold_of, labels, strict=True):
         row["fold"] = int(fold)
         row["gold"] = objective.name(g, schema)
     write_predictions(predicted, str(out / OUT_OF_FOLD_FILE))

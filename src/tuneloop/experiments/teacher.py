@@ -44,7 +44,7 @@ def read_texts(path, text_columns, label_column, labelled: bool) -> Texts:
     table = raw.train if labelled else raw.test["test"]
     a, b = table["text_a"], table["text_b"]
     labels = table["label"] if labelled else [None] * len(a)
-    return Texts(list(zip(a, b)), labels, raw.text_columns)
+    return Texts(list(zip(a, b, strict=True)), labels, raw.text_columns)
 
 
 def read_soft_label_file(path: str, text_columns, problem_type: str) -> tuple[Texts, np.ndarray, LabelSchema]:
@@ -68,7 +68,7 @@ def read_soft_label_file(path: str, text_columns, problem_type: str) -> tuple[Te
         raise DataError(f"{path}: no probability columns or no rows (columns: {', '.join(available)})")
     kind = problem_type if problem_type != "auto" else REGRESSION if len(columns) == 1 else SINGLE_LABEL
     soft = np.array([v for _, v in values], dtype=np.float64)
-    for (position, numbers), row in zip(values, soft):
+    for (position, numbers), row in zip(values, soft, strict=True):
         _check_row(path, word, position, row, kind)
     schema = LabelSchema(kind, [] if kind == REGRESSION else list(columns))
     return Texts(items, [None] * len(items), texts), soft.astype(np.float32), schema
@@ -207,7 +207,7 @@ def decided_label(row: np.ndarray, schema: LabelSchema):
     if schema.problem_type == REGRESSION:
         return float(row[0])
     if schema.problem_type == MULTI_LABEL:
-        return [n for n, p in zip(schema.names, row) if p > 0.5]
+        return [n for n, p in zip(schema.names, row, strict=True) if p > 0.5]
     return schema.names[int(np.argmax(row))]
 
 

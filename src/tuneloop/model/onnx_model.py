@@ -67,7 +67,7 @@ def export_onnx(model, tokenizer, target: str | os.PathLike) -> list[str]:
             self.model = model
 
         def forward(self, *inputs):
-            return self.model(**dict(zip(names, inputs))).logits
+            return self.model(**dict(zip(names, inputs, strict=True))).logits
 
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")                  # the TorchScript tracer's notes about Python control flow

@@ -214,7 +214,7 @@ class MultiLabel(Objective):
                 "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0)}
 
     def name(self, value, schema):
-        return schema.separator_join([n for n, on in zip(schema.names, self.binarize(value)) if on])
+        return schema.separator_join([n for n, on in zip(schema.names, self.binarize(value), strict=True) if on])
 
 
 class Regression(Objective):

@@ -36,7 +36,8 @@ def decided_rows(logits: np.ndarray, labels, rule: DecisionRule | None = None) -
     rows = []
     for i in range(len(logits)):
         label = rule.abstain_label if abstains[i] else objective.name(preds[i], labels)
-        rows.append({"label": label, "probabilities": {n: round(float(p), 6) for n, p in zip(labels.names, probs[i])}})
+        rows.append({"label": label, "probabilities": {n: round(float(p), 6)
+                                                       for n, p in zip(labels.names, probs[i], strict=True)}})
     return rows
 
 
@@ -45,7 +46,7 @@ def prediction_rows(ids, logits: np.ndarray, labels, rule: DecisionRule | None =
     `decision_rule` column that says which rule made the row."""
     described = rule.describe() if rule is not None and labels.objective.classes else None
     rows = []
-    for row_id, row in zip(ids, decided_rows(logits, labels, rule)):
+    for row_id, row in zip(ids, decided_rows(logits, labels, rule), strict=True):
         flat = {"id": row_id, **{k: v for k, v in row.items() if k != "probabilities"}}
         flat.update({f"prob_{n}": p for n, p in row.get("probabilities", {}).items()})
         if described:

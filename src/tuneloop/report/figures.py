@@ -107,7 +107,7 @@ def plot_loss(run: Run) -> Plot:
                                              "training loss")
     if ax is None:
         return plot
-    finite = [(s, v) for s, v in zip(steps, losses) if math.isfinite(v)]
+    finite = [(s, v) for s, v in zip(steps, losses, strict=True) if math.isfinite(v)]
     ax.plot(steps, losses, color="#1f77b4", alpha=0.35, linewidth=1, marker="." if len(steps) < 40 else None,
             label="raw")
     if len(finite) >= 2:

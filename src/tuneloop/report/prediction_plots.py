@@ -125,7 +125,7 @@ def _label_f1(split: str, logits, labels, names: list[str] | None) -> Plot:
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("F1 (threshold 0.5 on the sigmoid)")
     ax.grid(axis="y", visible=False)
-    for row, value, count in zip(rows, f1, support):
+    for row, value, count in zip(rows, f1, support, strict=True):
         ax.text(min(value, 1.0) + 0.01, row, f"{value:.2f}  (n={int(count)})", va="center", fontsize=7)
     micro = f1_score(labels, preds, average="micro", zero_division=0.0)
     ax.set_title(f"{split}: {len(labels)} examples, micro F1 {micro:.4f}")

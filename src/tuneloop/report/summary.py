@@ -22,7 +22,7 @@ def _dots(summary: dict) -> Plot:
     values = [r["eval"].get(metric) for r in summary["runs"]]
     colours = ["#d62728" if r["collapsed"] else "#1f77b4" for r in summary["runs"]]
     ax.scatter(values, [0] * len(values), c=colours, s=40, zorder=3)
-    for name, value in zip(names, values):
+    for name, value in zip(names, values, strict=True):
         ax.annotate(name, (value, 0), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7,
                     rotation=45)
     ax.axvline(stats["mean"], color="#444444", linewidth=1, label=f"mean {stats['mean']:.4f}")

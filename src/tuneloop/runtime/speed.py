@@ -198,7 +198,7 @@ def _fp32_work(precision: str, backends: list):
     try:
         yield bool(backends)
     finally:
-        for b, value in zip(backends, before):
+        for b, value in zip(backends, before, strict=True):
             b.fp32_precision = value
 
 

@@ -156,7 +156,7 @@ def unique_pairs(labels: np.ndarray, limit: int, rng) -> tuple[np.ndarray, np.nd
     kinds = [(a[same], b[same]), (a[~same], b[~same])]
     count = min(max(len(kinds[0][0]), len(kinds[1][0])), limit)
     first, second, targets = [], [], []
-    for target, (x, y) in zip((1.0, 0.0), kinds):
+    for target, (x, y) in zip((1.0, 0.0), kinds, strict=True):
         if len(x):
             take = np.arange(count) % len(x)
             first.append(x[take])
@@ -226,7 +226,7 @@ class Embedder:
 def rows_of(ds, indices) -> list[dict]:
     """Tokenized rows as the collator takes them."""
     columns = ds[[int(i) for i in indices]]
-    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
 # ------------------------------------------------------------------------------------------------ the two steps

@@ -351,7 +351,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     loaders = setup_loaders(config, data, tokenizer, accelerator.num_processes, buckets=captured)
     model, optimizer, train, *evaluation = accelerator.prepare(model, optimizer, loaders.train,
                                                                *loaders.evaluation.values())
-    loaders = Loaders(train, dict(zip(loaders.evaluation, evaluation)))
+    loaders = Loaders(train, dict(zip(loaders.evaluation, evaluation, strict=True)))
     # step counts only now: after prepare() the loader holds this process's share of the batches
     plan = Plan.make(len(loaders.train), config, accelerator.num_processes)
     scheduler = setup_scheduler(config, optimizer, plan, accelerator)

@@ -210,7 +210,7 @@ class CapturedStep:
 
     def _fill_lrs(self) -> None:
         """The schedule's learning rates (plain numbers in the groups) into the device tensors the graph reads."""
-        for tensor, group in zip(self.lrs, self.optimizer.param_groups):
+        for tensor, group in zip(self.lrs, self.optimizer.param_groups, strict=True):
             tensor.fill_(float(group["lr"]))
 
     @contextmanager
@@ -218,12 +218,12 @@ class CapturedStep:
         """While the optimizer steps (and is recorded), its groups hold the device tensors; plain numbers after."""
         groups = self.optimizer.param_groups
         saved = [g["lr"] for g in groups]
-        for g, tensor in zip(groups, self.lrs):
+        for g, tensor in zip(groups, self.lrs, strict=True):
             g["lr"] = tensor
         try:
             yield
         finally:
-            for g, value in zip(groups, saved):
+            for g, value in zip(groups, saved, strict=True):
                 g["lr"] = value
 
     # ------------------------------------------------------------------ recording
@@ -264,7 +264,7 @@ class CapturedStep:
         """The weights and optimizer state as before recording; state the warm-up created is zeroed (what AdamW's
         first step initialises it to)."""
         with torch.no_grad():
-            for p, value in zip(self.params, saved["params"]):
+            for p, value in zip(self.params, saved["params"], strict=True):
                 p.copy_(value)
             for p, s in self.optimizer.state.items():
                 before = saved["state"].get(id(p), {})
