@@ -58,7 +58,7 @@ def long_docstrings(per_class_eval: int = 40, seed: int = 0) -> dict:
     from transformers import AutoTokenizer
 
     found = long_rows(AutoTokenizer.from_pretrained(default_model()))
-    rows = [(d, label) for label, package in enumerate(PACKAGES) for d in sorted(t for t, _ in found[package][1])]
+    rows = [(d, label) for label, package in enumerate(PACKAGES) for d in sorted(t for t, _ in found[package].long)]
     pool, held = balanced_holdout(rows, per_class_eval, seed)
     versions = {DISTRIBUTIONS.get(package, package): importlib.metadata.version(DISTRIBUTIONS.get(package, package))
                 for package in PACKAGES}

@@ -30,6 +30,7 @@ import statistics
 import sys
 import tempfile
 import warnings
+from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -70,10 +71,16 @@ def docstrings(package: str) -> dict[str, str]:
 LONG_TOKENS = (257, 1024)   # the docstrings kept: this many tokens (the embedded MiniLM's tokenizer, no special ones)
 
 
-def long_docstrings(tokenizer) -> dict[str, tuple[int, list[tuple[str, int]]]]:
-    """package -> (how many docstrings it has, [(docstring, tokens)] of those LONG_TOKENS long), in PACKAGES' order and
-    each package's in its objects' qualified names' order; a docstring found in an earlier package is not counted
-    again. The long-text rows of this benchmark and of bench_small_data's `longdocs` set."""
+class Found(NamedTuple):
+    """One package's docstrings: how many it has, and (docstring, tokens) of those LONG_TOKENS long."""
+    docstrings: int
+    long: list[tuple[str, int]]
+
+
+def long_docstrings(tokenizer) -> dict[str, Found]:
+    """package -> Found(how many docstrings it has, [(docstring, tokens)] of those LONG_TOKENS long), in PACKAGES'
+    order and each package's in its objects' qualified names' order; a docstring found in an earlier package is not
+    counted again. The long-text rows of this benchmark and of bench_small_data's `longdocs` set."""
     warnings.filterwarnings("ignore")
     seen: set[str] = set()
     found = {}
@@ -82,8 +89,8 @@ def long_docstrings(tokenizer) -> dict[str, tuple[int, list[tuple[str, int]]]]:
         seen.update(docs)
         texts = sorted(docs, key=docs.get)
         n_tokens = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-        found[package] = (len(texts), [(t, n) for t, n in zip(texts, n_tokens)
-                                       if LONG_TOKENS[0] <= n <= LONG_TOKENS[1]])
+        found[package] = Found(len(texts), [(t, n) for t, n in zip(texts, n_tokens, strict=True)
+                                            if LONG_TOKENS[0] <= n <= LONG_TOKENS[1]])
     return found
 
 
