@@ -7,11 +7,11 @@ both ways round, so no row is scored by a rule fitted on it. With fewer than MIN
 fewer than 2 rows) the figures are in-sample, and say so.
 
 A fit that cannot be trusted is not applied (`trusted_temperature`, thresholds on too few rows, and a temperature
-that makes the cross-fitted loss worse: `_calibration_refused`): the rule falls back to T = 1 / argmax and says why
-in its notes (the log and the report show them). Thirty perfectly separated validation rows, for one, drove the
-temperature to its search bound (T = 0.05) and every saved-rule probability to 1.0; on 200 review snippets a
-few-shot model's two halves fitted T = 2.27 and 0.84, and the T = 1.29 of all rows made the out-of-fold NLL worse
-(0.664 → 0.682) and its ECE (0.041 → 0.103).
+that made both the cross-fitted NLL and ECE worse: `_calibration_refused`): the rule falls back to T = 1 / argmax
+and says why in its notes (the log and the report show them). Thirty perfectly separated validation rows, for one,
+drove the temperature to its search bound (T = 0.05) and every saved-rule probability to 1.0; on 200 review
+snippets a few-shot model's two halves fitted T = 2.27 and 0.84, and the T = 1.29 of all rows made the out-of-fold
+NLL (0.664 → 0.682) and ECE (0.041 → 0.103) worse.
 """
 
 from __future__ import annotations
