@@ -52,8 +52,9 @@ def test_the_probe_is_a_head_on_the_frozen_body_and_an_ordinary_model_folder(tin
     result = tuneloop.train(**fast_options(tiny_model, method="probe", quiet=False),
                             train_file=write(tmp_path / "train.csv", train),
                             validation_file=write(tmp_path / "dev.csv", dev), output_dir=str(out))   # the gate reads it
-    assert "| --method probe: the frozen embedding, then a fitted head; the training loop takes no step |" in \
-        capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert "| --method probe: the frozen embedding, then a fitted head; the training loop takes no step |" in err
+    assert "; measured in-sample on the 30 validation rows (too few to hold any out: optimistic)" in err
     print_summary(result)                         # what `tuneloop train` prints last: the probe, not "0 steps"
     said = capfd.readouterr().out
     assert "train: a linear probe on the frozen embedding, then a logistic-regression head, " in said

@@ -32,8 +32,8 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
     rule, report = fit_decision(logits, labels, objective, options, cfg.seed)
     c = report["calibration"]
     log.info(f"decision rule: {rule.describe()} | how far confidence is from accuracy (ECE) {c['ece_before']:.4f} → "
-             f"{c['ece_after']:.4f}, loss on the validation rows (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}, "
-             "each half of them scored by a rule fitted on the other")
+             f"{c['ece_after']:.4f}, loss on the validation rows (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}; "
+             f"measured {report['measured']}")
     for note in rule.notes:
         log.warning(f"decision rule: {note}")
     return rule, report
