@@ -110,3 +110,25 @@ def test_a_changed_file_is_refused_on_resume(tiny_model, tmp_path):
 def test_split_fraction_outside_0_1_is_refused(fraction):
     with pytest.raises(ConfigError, match=r"--validation-split: must be a fraction between 0 and 1"):
         TrainConfig(validation_split=fraction).validate()
+
+
+def test_a_fraction_under_one_row_per_class_holds_out_one_of_each():
+    """48 rows of 6 classes, 8 each: 10% would be 5 rows, too few to stratify (a class left out of validation, two
+    rows of another taken from training); one row per class is held out instead. Far fewer rows than classes stay a
+    plain shuffle of the fraction."""
+    from tuneloop.data.split import describe
+
+    labels = [c for c in "abcdef" for _ in range(8)]
+    schema = LabelSchema("single_label_classification", list("abcdef"))
+    keys, _ = stratify_keys(labels, schema, 5)
+    train, validation, stratified = split_rows(keys, 0.1, seed=0)
+    assert stratified and Counter(labels[i] for i in validation) == Counter("abcdef")
+    assert Counter(labels[i] for i in train) == {c: 7 for c in "abcdef"}
+    record = {"fraction": 0.1, "seed": 0, "stratified_by": "label", "source": "q.csv",
+              "train": train.tolist(), "validation": validation.tolist()}
+    assert describe(record).startswith("validation: 6 of 48 rows of q.csv held out (0.1 asked; one row per stratum, "
+                                       "stratified by label")
+    many = [c for c in "abcdefghijklmnopqrst" for _ in range(3)]          # 60 rows, 20 classes: 6 asked
+    keys, _ = stratify_keys(many, LabelSchema("single_label_classification", sorted(set(many))), 6)
+    _, validation, stratified = split_rows(keys, 0.1, seed=0)
+    assert not stratified and len(validation) == 6

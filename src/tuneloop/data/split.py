@@ -50,12 +50,17 @@ def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> t
 
 def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """(training positions, validation positions, stratified?) — positions sorted; stratified when every stratum
-    can give a row to each side, else a plain seeded shuffle."""
+    can give a row to each side, else a plain seeded shuffle. Where `fraction` asks for fewer rows than there are
+    strata, but at least half as many, one row per stratum is held out instead (48 rows of 6 classes, 8 each: 6
+    rows, one a class, rather than 5 drawn at random, which leave a class out of validation and take two rows of
+    another from training)."""
     from sklearn.model_selection import train_test_split
 
     positions = np.arange(len(keys))
+    asked, strata = math.ceil(len(keys) * fraction), len(set(keys.tolist()))
+    size = strata if asked < strata <= 2 * asked else fraction
     try:
-        train, validation = train_test_split(positions, test_size=fraction, random_state=seed, stratify=keys)
+        train, validation = train_test_split(positions, test_size=size, random_state=seed, stratify=keys)
         stratified = True
     except ValueError:                  # a stratum too small for both sides, or fewer rows than strata
         train, validation = train_test_split(positions, test_size=fraction, random_state=seed)
@@ -121,6 +126,9 @@ def file_signature(path: str) -> list | None:
 
 def describe(record: dict) -> str:
     share = f"fold {record['fold'][0]} of {record['fold'][1]}" if record.get("fold") else f"{record['fraction']:g}"
+    if not record.get("fold") and len(record["validation"]) > math.ceil(record["fraction"] * (
+            len(record["validation"]) + len(record["train"]))):
+        share += " asked; one row per stratum"
     return (f"validation: {len(record['validation'])} of {len(record['validation']) + len(record['train'])} rows of "
             f"{os.path.basename(record['source'])} held out ({share}, stratified by "
             f"{record['stratified_by']}, --split-seed {record['seed']}); give --validation-file to use your own")
