@@ -67,9 +67,11 @@ def print_experiment(summary: dict, output_dir: str) -> None:
 def print_summary(results: dict) -> None:
     ev = results["eval"]
     shown = "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples")
+    from ..report.fmt import stage_only
+
     tr, stage = results["train"], results.get("setfit") or {}
     print(f"eval ({ev['num_samples']} examples): {shown}")
-    if stage and not tr["steps"]:      # the probe, or the pair stage with its fitted head: the loop took no step
+    if stage_only(results):            # the probe, or the pair stage with its fitted head: the loop took no step
         what = ("a linear probe on the frozen embedding" if stage.get("method") == "probe" else
                 f"SetFit, {stage['steps']} contrastive steps over {stage['pairs']} pairs")
         print(f"train: {what}, then a logistic-regression head, {stage['seconds']:.1f}s")

@@ -48,6 +48,11 @@ def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> t
     return STRATA[type(schema.objective)](raw_labels, schema, n_validation)
 
 
+def asked_rows(n: int, fraction: float) -> int:
+    """The validation rows `fraction` of `n` asks for, counted as scikit-learn's train_test_split counts them."""
+    return math.ceil(n * fraction)
+
+
 def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """(training positions, validation positions, stratified?) — positions sorted; stratified when every stratum
     can give a row to each side, else a plain seeded shuffle. Where `fraction` asks for fewer rows than there are
@@ -57,7 +62,7 @@ def split_rows(keys: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray
     from sklearn.model_selection import train_test_split
 
     positions = np.arange(len(keys))
-    asked, strata = math.ceil(len(keys) * fraction), len(set(keys.tolist()))
+    asked, strata = asked_rows(len(keys), fraction), len(set(keys.tolist()))
     size = strata if asked < strata <= 2 * asked else fraction
     try:
         train, validation = train_test_split(positions, test_size=size, random_state=seed, stratify=keys)
@@ -91,7 +96,7 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
         fraction = 1 / fold[1]
         if n < fold[1]:
             raise DataError(f"{source}: {n} row(s) are too few for {fold[1]} folds; give more rows or fewer --folds")
-    n_validation = math.ceil(n * fraction)
+    n_validation = asked_rows(n, fraction)
     if n_validation < 1 or n - n_validation < 1:
         raise DataError(f"{source}: {n} row(s) are too few to hold out {fraction:g} of them for validation; give "
                         "--validation-file FILE or more training rows")
@@ -126,9 +131,9 @@ def file_signature(path: str) -> list | None:
 
 def describe(record: dict) -> str:
     share = f"fold {record['fold'][0]} of {record['fold'][1]}" if record.get("fold") else f"{record['fraction']:g}"
-    if not record.get("fold") and len(record["validation"]) > math.ceil(record["fraction"] * (
-            len(record["validation"]) + len(record["train"]))):
+    held, n = len(record["validation"]), len(record["validation"]) + len(record["train"])
+    if not record.get("fold") and held > asked_rows(n, record["fraction"]):
         share += " asked; one row per stratum"
-    return (f"validation: {len(record['validation'])} of {len(record['validation']) + len(record['train'])} rows of "
+    return (f"validation: {held} of {n} rows of "
             f"{os.path.basename(record['source'])} held out ({share}, stratified by "
             f"{record['stratified_by']}, --split-seed {record['seed']}); give --validation-file to use your own")

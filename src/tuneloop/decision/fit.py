@@ -107,21 +107,23 @@ def _cross_fit(logits, labels, problem, options, folds, rule) -> tuple[np.ndarra
     return probs, tuned
 
 
-def _calibration_refused(rule, raw, probs, labels, problem, folds) -> str | None:
+def _scored(probs, labels, problem) -> dict:
+    """NLL and ECE of these probabilities (results.json rounds them to 4 decimals)."""
+    return {"nll": nll(probs, labels, problem), "ece": ece(probs, labels, problem)}
+
+
+def _calibration_refused(rule, before: dict, after: dict, folds) -> str | None:
     """Why the temperature fitted on all rows is not applied: on rows it was not fitted on (2-fold cross-fit: each
-    half's fitted temperature applied to the other half) it made both the loss (NLL) and the calibration error (ECE)
-    worse, so these rows do not pin it down. None when either improved (one of them alone moves by noise: on 203 MRPC
-    rows the cross-fitted NLL rose by 0.001 while ECE fell by 0.014, and on held-out rows both fell), when nothing
-    was fitted (T = 1) or when there are too few rows to hold any out."""
-    if rule.temperature == 1.0 or not folds:
-        return None
-    loss, error = (nll(raw, labels, problem), nll(probs, labels, problem)), (ece(raw, labels, problem),
-                                                                              ece(probs, labels, problem))
-    if loss[1] <= loss[0] or error[1] <= error[0]:
+    half's fitted temperature applied to the other half; `after`, against the raw scores' `before`) it made both the
+    loss (NLL) and the calibration error (ECE) worse, so these rows do not pin it down. None when either improved
+    (one of them alone moves by noise: on 203 MRPC rows the cross-fitted NLL rose by 0.001 while ECE fell by 0.014,
+    and on held-out rows both fell), when nothing was fitted (T = 1) or when there are too few rows to hold any
+    out."""
+    if rule.temperature == 1.0 or not folds or after["nll"] <= before["nll"] or after["ece"] <= before["ece"]:
         return None
     return (f"calibration not applied: the temperature fitted on the validation rows ({rule.temperature:.3g}) made "
-            f"the probabilities worse on rows it was not fitted on (NLL {loss[0]:.4f} → {loss[1]:.4f}, ECE "
-            f"{error[0]:.4f} → {error[1]:.4f}, each half scored by a temperature fitted on the other); the "
+            f"the probabilities worse on rows it was not fitted on (NLL {before['nll']:.4f} → {after['nll']:.4f}, ECE "
+            f"{before['ece']:.4f} → {after['ece']:.4f}, each half scored by a temperature fitted on the other); the "
             "probabilities stay the raw scores (T = 1)")
 
 
@@ -136,24 +138,25 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     raw = DecisionRule(kind=problem.kind).probabilities(logits)
     default = DecisionRule(kind=problem.kind).predictions(logits)
     probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
-    refused, asked = _calibration_refused(rule, raw, probs, labels, problem, folds), options["calibrate"]
+    before, after = _scored(raw, labels, problem), _scored(probs, labels, problem)
+    asked = options["calibrate"]
+    refused = _calibration_refused(rule, before, after, folds)
     if refused:                 # the rule without the temperature (thresholds refitted on the raw probabilities)
-        not_applied = {"temperature": rule.temperature, "ece_after": round(ece(probs, labels, problem), 4),
-                       "nll_after": round(nll(probs, labels, problem), 4)}
+        not_applied = {"temperature": rule.temperature, "ece_after": round(after["ece"], 4),
+                       "nll_after": round(after["nll"], 4)}
         options = {**options, "calibrate": "none"}
         rule = _fit(logits, labels, problem, options)
         rule.notes.insert(0, refused)
         probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
+        after = _scored(probs, labels, problem)
     n = len(labels)
     how = (f"2-fold cross-fit on the {n} validation rows (each half scored by a rule fitted on the other)" if folds
            else f"in-sample on the {n} validation rows (too few to hold any out: optimistic)")
     rule.fitted_on = f"all {n} validation rows"
     report = {"rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": how,
               "calibration": {"method": asked, "temperature": rule.temperature,
-                              "ece_before": round(ece(raw, labels, problem), 4),
-                              "ece_after": round(ece(probs, labels, problem), 4),
-                              "nll_before": round(nll(raw, labels, problem), 4),
-                              "nll_after": round(nll(probs, labels, problem), 4)},
+                              "ece_before": round(before["ece"], 4), "ece_after": round(after["ece"], 4),
+                              "nll_before": round(before["nll"], 4), "nll_after": round(after["nll"], 4)},
               "reliability": {"before": reliability(raw, labels, problem),
                               "after": reliability(probs, labels, problem)}}
     if refused:
