@@ -109,6 +109,12 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
     assert f"method auto: {first['chosen']}, " in err
     assert "method auto: probe, fold 1 of 3: " in err and "method auto: probe, fold 3 of 3: " in err  # where it is
     assert err.count("attention: ") == 1          # said by the run's model, not again by every fold's
+    from tuneloop.cli.commands import print_summary
+
+    print_summary(runs[0])        # the last lines: the estimate over every training row, beside the validation rows'
+    estimate = first["candidates"][first["chosen"]]["accuracy"]
+    assert f"cross-validated: {first['chosen']} accuracy {estimate:.4f} on the training rows (3 folds, each row " \
+           "scored by a model that did not train on it)" in capfd.readouterr().out
     from tuneloop.report.page import write_report
 
     page = write_report(tmp_path / "a").read_text()
@@ -116,7 +122,7 @@ def test_auto_chooses_by_cross_validation_records_it_and_repeats_with_the_seed(t
     assert f"probe {first['candidates']['probe']['accuracy']:.4f}" in page
 
 
-def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_path):
+def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_path, capsys):
     train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
     tight = tuneloop.train(**fast_options(tiny_model, **AUTO, auto_budget=1e-3), train=train, validation=dev,
                            output_dir=str(tmp_path / "tight"))
@@ -126,6 +132,10 @@ def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_pat
     named = tuneloop.train(**fast_options(tiny_model, **AUTO, method="finetune"), train=train, validation=dev,
                            output_dir=str(tmp_path / "named"))
     assert "auto" not in named and named["train"]["steps"] > 0
+    from tuneloop.cli.commands import print_summary
+
+    print_summary(named)
+    assert "cross-validated" not in capsys.readouterr().out       # a named method ran no cross-validation
     assert "method: finetune" in (tmp_path / "named" / "config.yaml").read_text()
 
 

@@ -71,6 +71,11 @@ def print_summary(results: dict) -> None:
 
     tr, stage = results["train"], results.get("setfit") or {}
     print(f"eval ({ev['num_samples']} examples): {shown}")
+    auto = results.get("auto") or {}
+    estimate = (auto.get("candidates") or {}).get(auto.get("chosen"), {}).get("accuracy")
+    if estimate is not None:           # --method auto's cross-validation: every training row held out once
+        print(f"cross-validated: {auto['chosen']} accuracy {estimate:.4f} on the training rows "
+              f"({auto['folds']} folds, each row scored by a model that did not train on it)")
     if stage_only(results):            # the probe, or the pair stage with its fitted head: the loop took no step
         what = ("a linear probe on the frozen embedding" if stage.get("method") == "probe" else
                 f"SetFit, {stage['steps']} contrastive steps over {stage['pairs']} pairs")
