@@ -224,3 +224,51 @@ def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, mo
                            output_dir=str(tmp_path / "named"))
     assert by_auto["auto"]["chosen"] == chosen and by_auto.get("setfit") is not None    # the stage ran
     assert by_auto["eval"] == pytest.approx(named["eval"], abs=1e-6)
+
+
+def test_a_probe_with_few_validation_rows_fits_its_rule_on_its_heads_out_of_fold_outputs(tiny_model, tmp_path):
+    """The probe's body is frozen, so a head fitted on the other folds scores a training row as the saved model
+    scores a new one: with fewer than MIN_FIT_ROWS validation rows (a few-shot set's 10% held out) the rule is fitted
+    on those rows, and says so. With enough validation rows, on them; the contrastive stage, whose folds would need
+    their own body trained, keeps the validation rows."""
+    from tuneloop.decision.fit import MIN_FIT_ROWS
+
+    train, few = frame(opinion_rows(24, 2)), frame(opinion_rows(8, 3))
+    probe = tuneloop.train(**fast_options(tiny_model, method="probe"), train=train, validation=few,
+                           output_dir=str(tmp_path / "few"))
+    decision = probe["decision"]
+    assert len(train) >= MIN_FIT_ROWS > len(few) and decision["source"] == "out_of_fold"
+    assert decision["fitted_on"] == "all 24 out-of-fold training rows (the probe's head fitted 3 times, each on the " \
+                                    "other folds' rows)"
+    assert tuneloop.load(tmp_path / "few" / "model").decision_rule().temperature == \
+        decision["calibration"]["temperature"]
+    enough = tuneloop.train(**fast_options(tiny_model, method="probe"), train=train,
+                            validation=frame(opinion_rows(30, 3)), output_dir=str(tmp_path / "enough"))
+    assert enough["decision"]["source"] == "validation" and enough["decision"]["fitted_on"] == "all 30 validation rows"
+    stage = tuneloop.train(**fast_options(tiny_model, method="setfit", setfit_iterations=2), train=train,
+                           validation=few, output_dir=str(tmp_path / "stage"))
+    assert stage["decision"]["source"] == "validation"
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_the_probes_out_of_fold_logits_are_heads_that_never_saw_those_rows(classes):
+    """contrastive.out_of_fold: softmax of a row's logits is scikit-learn's predict_proba of a logistic regression
+    fitted, as the run fits its head, on the other folds only."""
+    from types import SimpleNamespace
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from tuneloop.training import contrastive
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(60) % classes
+    features = rng.normal(size=(60, 5)) + labels[:, None]
+    objective = SimpleNamespace(num_labels=classes, multi_label=False)
+    logits, same = contrastive.out_of_fold(features, labels, objective, True, 7)
+    probabilities = torch.softmax(torch.as_tensor(logits), -1).numpy()
+    for train, held in StratifiedKFold(3, shuffle=True, random_state=7).split(features, labels):
+        expected = LogisticRegression(max_iter=1000, random_state=7).fit(features[train], labels[train])
+        assert np.allclose(probabilities[held], expected.predict_proba(features[held]), atol=1e-6)
+    assert (same == labels).all()
+    assert contrastive.out_of_fold(features[:4], labels[:4], objective, True, 7) is None    # a class of 1-2 rows

@@ -33,29 +33,31 @@ def _errors(logits: np.ndarray, labels: np.ndarray, problem: Objective) -> int:
     return int((problem.gold(labels) != DecisionRule(kind=problem.kind).predictions(logits)).sum())
 
 
-def trusted_temperature(logits: np.ndarray, labels: np.ndarray, problem: Objective) -> tuple[float, str | None]:
-    """(the temperature to apply, why the fitted one is not applied or None)."""
+def trusted_temperature(logits: np.ndarray, labels: np.ndarray, problem: Objective,
+                        rows: str = "validation rows") -> tuple[float, str | None]:
+    """(the temperature to apply, why the fitted one is not applied or None); `rows`: what the rows are, as the
+    notes name them."""
     n, (low, high) = len(labels), TEMPERATURE_RANGE
     raw = "; the probabilities stay the raw scores (T = 1)"
     if n < MIN_FIT_ROWS:
-        return 1.0, f"calibration not applied: {n} validation rows are too few to fit a temperature on " \
+        return 1.0, f"calibration not applied: {n} {rows} are too few to fit a temperature on " \
                     f"(fewer than {MIN_FIT_ROWS}){raw}"
     errors = _errors(logits, labels, problem)
     if errors < MIN_ERRORS:
-        return 1.0, f"calibration not applied: {errors} wrong prediction(s) on the {n} validation rows are too few " \
+        return 1.0, f"calibration not applied: {errors} wrong prediction(s) on the {n} {rows} are too few " \
                     f"to fit a temperature on (it would shrink toward {low} and push every probability to 1){raw}"
     temperature = fit_temperature(logits, labels, problem)
     if temperature <= low * 1.05 or temperature >= high / 1.05:
         return 1.0, f"calibration not applied: the fitted temperature ({temperature:.3g}) is at the edge of its " \
-                    f"search range ({low:g} to {high:g}), so the validation rows do not pin it down{raw}"
+                    f"search range ({low:g} to {high:g}), so the {rows} do not pin it down{raw}"
     return temperature, None
 
 
-def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int) -> str | None:
+def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int, rows: str) -> str | None:
     n, sides = len(labels), problem.cut_targets(labels, positive)
     counts = np.minimum(sides.sum(0), (~sides).sum(0))           # the rarer side of each cut-off
     if n < MIN_FIT_ROWS or counts.min() < MIN_CLASS_ROWS:
-        return (f"thresholds not applied: {n} validation rows with {int(counts.min())} on the rarer side are too "
+        return (f"thresholds not applied: {n} {rows} with {int(counts.min())} on the rarer side are too "
                 f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each side); the "
                 "decision stays argmax / 0.5")
     return None
@@ -78,14 +80,15 @@ def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.n
 
 def _fit(logits, labels, problem, options) -> DecisionRule:
     """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
-    temperature, note = trusted_temperature(logits, labels, problem) if options["calibrate"] == "temperature" \
+    rows = options.get("rows", "validation rows")
+    temperature, note = trusted_temperature(logits, labels, problem, rows) if options["calibrate"] == "temperature" \
         else (1.0, None)
     rule = DecisionRule(kind=problem.kind, temperature=round(temperature, 6),
                         abstain_below=options["abstain_below"], abstain_label=options["abstain_label"],
                         positive=options.get("positive", 1))
     rule.notes = [note] if note else []
     if options["decision"] == "threshold":
-        refused = _thresholds_trusted(labels, problem, rule.positive)
+        refused = _thresholds_trusted(labels, problem, rule.positive, rows)
         if refused:
             rule.notes.append(refused)
         else:
@@ -112,7 +115,7 @@ def _scored(probs, labels, problem) -> dict:
     return {"nll": nll(probs, labels, problem), "ece": ece(probs, labels, problem)}
 
 
-def _calibration_refused(rule, before: dict, after: dict, folds) -> str | None:
+def _calibration_refused(rule, before: dict, after: dict, folds, rows: str) -> str | None:
     """Why the temperature fitted on all rows is not applied: on rows it was not fitted on (2-fold cross-fit: each
     half's fitted temperature applied to the other half; `after`, against the raw scores' `before`) it made both the
     loss (NLL) and the calibration error (ECE) worse, so these rows do not pin it down. None when either improved
@@ -121,7 +124,7 @@ def _calibration_refused(rule, before: dict, after: dict, folds) -> str | None:
     out."""
     if rule.temperature == 1.0 or not folds or after["nll"] <= before["nll"] or after["ece"] <= before["ece"]:
         return None
-    return (f"calibration not applied: the temperature fitted on the validation rows ({rule.temperature:.3g}) made "
+    return (f"calibration not applied: the temperature fitted on the {rows} ({rule.temperature:.3g}) made "
             f"the probabilities worse on rows it was not fitted on (NLL {before['nll']:.4f} → {after['nll']:.4f}, ECE "
             f"{before['ece']:.4f} → {after['ece']:.4f}, each half scored by a temperature fitted on the other); the "
             "probabilities stay the raw scores (T = 1)")
@@ -131,7 +134,8 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
                  ) -> tuple[DecisionRule, dict]:
     """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `problem`: the
     Objective or its problem type's name; `options`: calibrate (none|temperature), decision (argmax|threshold),
-    objective, abstain_below, abstain_label."""
+    objective, abstain_below, abstain_label; `rows` (optional): what the rows are ("validation rows"), as the notes
+    and the report name them."""
     logits, problem = np.asarray(logits, dtype=np.float64), objective_for(problem)
     rule = _fit(logits, labels, problem, options)
     folds = _folds(labels, problem, seed)
@@ -140,7 +144,8 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
     before, after = _scored(raw, labels, problem), _scored(probs, labels, problem)
     asked = options["calibrate"]
-    refused = _calibration_refused(rule, before, after, folds)
+    rows = options.get("rows", "validation rows")
+    refused = _calibration_refused(rule, before, after, folds, rows)
     if refused:                 # the rule without the temperature (thresholds refitted on the raw probabilities)
         not_applied = {"temperature": rule.temperature, "ece_after": round(after["ece"], 4),
                        "nll_after": round(after["nll"], 4)}
@@ -150,9 +155,9 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
         probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
         after = _scored(probs, labels, problem)
     n = len(labels)
-    how = (f"2-fold cross-fit on the {n} validation rows (each half scored by a rule fitted on the other)" if folds
-           else f"in-sample on the {n} validation rows (too few to hold any out: optimistic)")
-    rule.fitted_on = f"all {n} validation rows"
+    how = (f"2-fold cross-fit on the {n} {rows} (each half scored by a rule fitted on the other)" if folds
+           else f"in-sample on the {n} {rows} (too few to hold any out: optimistic)")
+    rule.fitted_on = f"all {n} {rows}"
     report = {"rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": how,
               "calibration": {"method": asked, "temperature": rule.temperature,
                               "ece_before": round(before["ece"], 4), "ece_after": round(after["ece"], 4),

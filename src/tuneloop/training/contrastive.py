@@ -43,6 +43,7 @@ log = logging.getLogger("tuneloop")
 
 ABSENT = 30.0            # |logit| for a class no training row has (or every row has, for multi-label)
 HEAD_FITTED = ("setfit", "probe")   # the methods whose head is a fitted logistic regression (probe: no pair stage)
+FOLDS = 3                # the probe's head refitted this many times for out-of-fold logits (out_of_fold)
 
 
 def check_setfit(config, data) -> None:
@@ -246,6 +247,8 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
              "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
     fitted = fit_head(features, labels, run.objective, head.bias is not None, cfg.seed)
+    if cfg.method == "probe":                 # the frozen body: a head's folds score rows as the saved model would
+        run.out_of_fold = out_of_fold(features, labels, run.objective, head.bias is not None, cfg.seed)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
         if head.bias is not None:
@@ -337,6 +340,19 @@ def embeddings(model, embed: Embedder, rows, batch_size: int) -> np.ndarray:
     out = [embed(rows_of(rows, range(s, min(s + batch_size, len(rows)))))[0].cpu().numpy()
            for s in range(0, len(rows), batch_size)]
     return np.concatenate(out)
+
+
+def out_of_fold(features, labels, objective, with_bias: bool, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(each row's logits from a head fitted on the other folds, labels): for the decision rule when validation rows
+    are too few (finish.py). None for multi-label data or a class with fewer rows than FOLDS."""
+    if objective.multi_label or np.unique(labels, return_counts=True)[1].min() < FOLDS:
+        return None
+    from sklearn.model_selection import StratifiedKFold
+    logits = np.zeros((len(labels), objective.num_labels))
+    for train, held in StratifiedKFold(FOLDS, shuffle=True, random_state=seed).split(features, labels):
+        fitted = fit_head(features[train], labels[train], objective, with_bias, seed)
+        logits[held] = features[held] @ fitted["weight"].T + fitted["bias"]
+    return logits, labels
 
 
 def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: bool, seed: int) -> dict:

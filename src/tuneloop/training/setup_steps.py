@@ -74,6 +74,7 @@ class Run:
     step_reason: str = ""               # ... and why it is or is not (step_choice.decide)
     timeline: Timeline = field(default_factory=Timeline)    # seconds per phase (timeline.py)
     auto: dict | None = None            # --method auto: the choice and each candidate's score (choose.py)
+    out_of_fold: tuple | None = None    # --method probe: (logits, labels) of its head's folds (contrastive.py)
 
     @property
     def metric_for_best(self) -> str:
