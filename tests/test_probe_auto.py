@@ -238,8 +238,8 @@ def test_a_probe_with_few_validation_rows_fits_its_rule_on_its_heads_out_of_fold
                            output_dir=str(tmp_path / "few"))
     decision = probe["decision"]
     assert len(train) >= MIN_FIT_ROWS > len(few) and decision["source"] == "out_of_fold"
-    assert decision["fitted_on"] == "all 24 out-of-fold training rows (the probe's head fitted 3 times, each on the " \
-                                    "other folds' rows)"
+    assert decision["fitted_on"] == "all 24 out-of-fold training rows"
+    assert decision["measured"] == "in-sample on the 24 out-of-fold training rows (too few to hold any out: optimistic)"
     assert tuneloop.load(tmp_path / "few" / "model").decision_rule().temperature == \
         decision["calibration"]["temperature"]
     enough = tuneloop.train(**fast_options(tiny_model, method="probe"), train=train,

@@ -16,7 +16,6 @@ from ..model.loading import save_model
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
 from ..runtime.process import settle_processes
-from . import contrastive
 
 log = logging.getLogger("tuneloop")
 
@@ -24,13 +23,12 @@ log = logging.getLogger("tuneloop")
 def decision_rows(run, evaluation: Evaluation) -> tuple[np.ndarray, np.ndarray, str]:
     """(logits, labels, what they are) the rule is fitted on: the final evaluation's first split; or, where it has
     too few rows to fit a temperature on (fewer than MIN_FIT_ROWS: a few-shot set's 10% held out) and the run has
-    out-of-fold outputs of its own model on at least that many training rows (`run.out_of_fold`: the probe's,
-    contrastive.py), those — as scikit-learn's CalibratedClassifierCV(ensemble=False) calibrates on out-of-fold
+    out-of-fold outputs of its own model on at least that many training rows (`run.out_of_fold`: the probe's head
+    fitted contrastive.FOLDS times, each on the other folds' rows), those — as scikit-learn's CalibratedClassifierCV(ensemble=False) calibrates on out-of-fold
     predictions and applies the fit to the model trained on every row."""
     logits, labels = next(iter(evaluation.outputs.values()))
     if len(labels) < MIN_FIT_ROWS and run.out_of_fold is not None and len(run.out_of_fold[1]) >= MIN_FIT_ROWS:
-        return (*run.out_of_fold, f"out-of-fold training rows (the probe's head fitted {contrastive.FOLDS} times, "
-                                  "each on the other folds' rows)")
+        return (*run.out_of_fold, "out-of-fold training rows")     # each scored by a head fitted without it
     return logits, labels, "validation rows"
 
 
