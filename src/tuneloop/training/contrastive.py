@@ -232,8 +232,8 @@ def rows_of(ds, indices) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ the two steps
 def train_body_and_head(run, stop: Callable[[], int]) -> dict:
-    """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section. `stop()` is the
-    signal any process received (signals.py), asked after each pair step."""
+    """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section (the probe also sets
+    run.out_of_fold, for finish.py). `stop()`: the signal any process received (signals.py), after each pair step."""
     cfg, acc, data = run.config, run.accelerator, run.data
     model = getattr(run.model, "_orig_mod", run.model)        # a compiled model runs eagerly here
     plain = acc.unwrap_model(run.model, keep_torch_compile=False)
