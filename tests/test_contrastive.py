@@ -52,7 +52,8 @@ def write_pairs(path, rows):
     import csv
 
     with open(path, "w", newline="", encoding="utf-8") as f:
-        csv.writer(f).writerows([("sentence1", "sentence2", "label")] + [(a, b, y) for (a, b), y in zip(*rows)])
+        csv.writer(f).writerows([("sentence1", "sentence2", "label")] +
+                                [(a, b, y) for (a, b), y in zip(*rows, strict=True)])
     return str(path)
 
 
@@ -78,11 +79,11 @@ def test_pairs_are_setfits():
     first, second, target = make_pairs(labels, iterations=3, seed=0)
     assert len(first) == 2 * 11 and target.mean() == 0.5               # as many same-class as other-class pairs
     assert np.array_equal(target, (labels[first] == labels[second]).astype(np.float32))
-    pairs = {tuple(sorted(p)) for p in zip(first.tolist(), second.tolist())}
+    pairs = {tuple(sorted(p)) for p in zip(first.tolist(), second.tolist(), strict=True)}
     assert len(pairs) == 21 and (0, 0) in pairs                         # every pair of rows, each once at least
     assert len(make_pairs(labels, iterations=1, seed=0)[0]) == 2 * 6   # capped: iterations × rows of each kind
     again = make_pairs(labels, iterations=3, seed=0)
-    assert all(np.array_equal(x, y) for x, y in zip((first, second, target), again))   # seeded
+    assert all(np.array_equal(x, y) for x, y in zip((first, second, target), again, strict=True))   # seeded
     assert not np.array_equal(make_pairs(labels, iterations=3, seed=1)[1], second)
 
     multi = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]])
@@ -250,7 +251,7 @@ def test_multi_label_heads_are_one_regression_per_label(tiny_model, tmp_path):
     rng = random.Random(0)
     tags = [sorted(rng.sample(["alpha", "beta", "gamma"], rng.randint(1, 2))) for _ in range(30)]
     texts = [" ".join(rng.sample(sentence(rng, 4).split() + t, 4 + len(t))) for t in tags]
-    rows = [{"text": text, "labels": t} for text, t in zip(texts, tags)]
+    rows = [{"text": text, "labels": t} for text, t in zip(texts, tags, strict=True)]
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = tuneloop.train(**fast_options(tiny_model, **SETFIT), train_file=str(path), validation_file=str(path),

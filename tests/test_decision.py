@@ -198,7 +198,8 @@ def two_halves(over: float, under: float):
 
     labels = np.random.default_rng(0).integers(0, 2, 400)
     logits = np.zeros((400, 2))
-    for (_, rows), temperature, seed in zip(_folds(labels, objective_for(SINGLE), 0), (over, under), (1, 2)):
+    halves = _folds(labels, objective_for(SINGLE), 0)
+    for (_, rows), temperature, seed in zip(halves, (over, under), (1, 2), strict=True):
         z, y = sample(4000, 2, temperature, seed=seed)
         for c in (0, 1):                                  # logits drawn given each row's label
             want = rows[labels[rows] == c]

@@ -71,7 +71,7 @@ def test_predict_applies_the_saved_rule_and_raw_shows_the_scores(decided_run, tm
     decided_rows, raw_rows = read(decided), read(raw)
     assert "decision_rule" not in raw_rows[0] and {r["label"] for r in raw_rows} <= {"no", "yes"}
     temperature, (cut,) = saved["temperature"], saved["thresholds"]
-    for d, r in zip(decided_rows, raw_rows):
+    for d, r in zip(decided_rows, raw_rows, strict=True):
         margin = math.log(float(r["prob_yes"])) - math.log(float(r["prob_no"]))    # z_yes - z_no
         p_yes = 1 / (1 + math.exp(-margin / temperature))
         assert float(d["prob_yes"]) == pytest.approx(p_yes, abs=1e-4)
@@ -110,7 +110,7 @@ def test_two_processes_apply_the_rule_identically(decided_run, tmp_path):
                        "--quiet", "--batch-size", "4"])
     single, double = read(one), read(two)
     assert len(double) == 120 and [r["id"] for r in double] == [r["id"] for r in single]
-    for a, b in zip(single, double):
+    for a, b in zip(single, double, strict=True):
         assert a["label"] == b["label"] and a["decision_rule"] == b["decision_rule"]
         assert float(a["prob_yes"]) == pytest.approx(float(b["prob_yes"]), abs=1e-5)
 

@@ -159,7 +159,7 @@ def test_two_machines_on_loopback_one_launched_by_accelerate_one_by_torchrun(tin
     logs = [tmp_path / f"machine{rank}.log" for rank in range(2)]
     with logs[0].open("w") as log0, logs[1].open("w") as log1:
         procs = [subprocess.Popen(cmd, cwd=ROOT, env=env(), stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True) for cmd, log in zip(commands, (log0, log1))]
+                                  start_new_session=True) for cmd, log in zip(commands, (log0, log1), strict=True)]
     deadline = time.monotonic() + 240      # both machines waited on together: a hang names the machine that hung
     while any(proc.poll() is None for proc in procs) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -174,7 +174,7 @@ def test_two_machines_on_loopback_one_launched_by_accelerate_one_by_torchrun(tin
                 proc.wait()
     states = ["still running after 240 s" if code is None else f"exit {code}" for code in codes]
     assert codes == [0, 0], "\n".join(f"machine {rank} {state}:\n{log.read_text()[-2000:]}"
-                                       for rank, (state, log) in enumerate(zip(states, logs)))
+                                       for rank, (state, log) in enumerate(zip(states, logs, strict=True)))
     results = json.loads((out / "results.json").read_text())
     assert results["train"]["num_processes"] == 2 and results["eval"]["num_samples"] == 61
     assert results["train"]["steps"] == 4

@@ -245,7 +245,7 @@ def test_pytorch_classifier_in_bf16_agrees_with_fp32_and_leaves_the_process_as_i
         assert bf16.describe()["precision"] == "bf16" and next(bf16.model.parameters()).dtype == torch.bfloat16
         got = bf16.predict(items)
     assert (matmul.fp32_precision, torch.get_num_threads()) == before
-    for a, b in zip(expected, got):
+    for a, b in zip(expected, got, strict=True):
         assert a["label"] == b["label"]
         assert a["probabilities"]["equivalent"] == pytest.approx(b["probabilities"]["equivalent"], abs=0.02)
     for flags, answers in (([], expected), (["--precision", "bf16"], got), (["--precision", "fp32"], expected)):
@@ -273,7 +273,7 @@ def test_load_predict_equals_the_predict_command(run_dir, exported, tmp_path, ba
         proba = clf.predict_proba(pairs)
         single = clf.predict(pairs[0])
     assert [r["label"] for r in got] == [r["label"] for r in expected]
-    for row, file_row, p in zip(got, expected, proba):
+    for row, file_row, p in zip(got, expected, proba, strict=True):
         for i, name in enumerate(clf.labels):
             assert row["probabilities"][name] == pytest.approx(file_row[f"prob_{name}"], abs=1e-5)
             assert p[i] == pytest.approx(file_row[f"prob_{name}"], abs=1e-5)

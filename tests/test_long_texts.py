@@ -156,7 +156,7 @@ def test_evaluate_and_predict_apply_the_saved_policy(windowed_run, long_docs, tm
     rows = list(csv.DictReader(open(predictions)))
     assert [r["id"] for r in rows] == [r["id"] for r in csv.DictReader(open(dev))]   # one per row, in order
     gold = [r["label"] for r in csv.DictReader(open(dev))]
-    accuracy = np.mean([r["label"] == g for r, g in zip(rows, gold)])
+    accuracy = np.mean([r["label"] == g for r, g in zip(rows, gold, strict=True)])
     assert accuracy == pytest.approx(results["eval"]["accuracy"], abs=1e-6)
 
 
@@ -188,7 +188,7 @@ def test_two_processes_pool_the_same_one_row_per_input(windowed_run, long_docs, 
                            "--eval-batch-size", "4"]))
     single, double = list(csv.DictReader(open(one))), list(csv.DictReader(open(two)))
     assert [r["id"] for r in double] == [r["id"] for r in single] and len(double) == 41
-    for a, b in zip(single, double):
+    for a, b in zip(single, double, strict=True):
         assert a["label"] == b["label"]
         assert float(a["prob_1"]) == pytest.approx(float(b["prob_1"]), abs=1e-5)
     evaluated = json.loads(target.read_text())["eval"]

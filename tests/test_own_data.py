@@ -59,7 +59,7 @@ def test_string_labels_train_and_round_trip_into_predictions(topic_run, tmp_path
     assert [r["id"] for r in rows] == [t["id"] for t in truth]      # input order and ids kept
     assert {r["label"] for r in rows} <= set(TOPICS)
     assert all(abs(sum(r[f"prob_{t}"] for t in TOPICS) - 1) < 1e-4 for r in rows)
-    assert sum(r["label"] == t["topic"] for r, t in zip(rows, truth)) >= 18
+    assert sum(r["label"] == t["topic"] for r, t in zip(rows, truth, strict=True)) >= 18
 
 
 def test_evaluate_reuses_the_recorded_data_and_columns(topic_run, tmp_path, capsys):

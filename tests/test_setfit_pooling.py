@@ -48,7 +48,7 @@ def mean_run(sentence_transformer, tmp_path_factory):
 
 def masked_means(model, tokenizer, items) -> np.ndarray:
     """The normalised attention-masked mean of the base model's last hidden states, computed here, one batch."""
-    first, second = zip(*items)
+    first, second = zip(*items, strict=True)
     batch = tokenizer(list(first), list(second), padding=True, return_tensors="pt")
     with torch.no_grad():
         hidden = model.base_model(**batch).last_hidden_state

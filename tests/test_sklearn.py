@@ -167,7 +167,7 @@ def test_pairs_from_a_dataframe_and_proba_columns_in_classes_order(tiny_model, r
     assert est.classes_.tolist() == ["10", "9"] and est.classifier_.labels == ["9", "10"]
     assert est.classifier_.pair is True
     proba = est.predict_proba(test[["first", "second"]])
-    pairs = list(zip(test["first"], test["second"]))
+    pairs = list(zip(test["first"], test["second"], strict=True))
     assert np.allclose(proba, est.classifier_.predict_proba(pairs)[:, ::-1])
     predicted = est.predict(test[["first", "second"]])
     assert (est.classes_[proba.argmax(axis=1)] == predicted).all()

@@ -121,7 +121,7 @@ def test_without_dropout_training_attention_on_cpu_matches_sdpa_with_gradients(t
         fast = AutoModelForSequenceClassification.from_pretrained(folder, attn_implementation="sdpa").train()
         assert levers.route_attention(fast, cheap_masks=cheap_masks)
         fast(**batch).loss.backward()
-    for (name, a), b in zip(plain.named_parameters(), fast.parameters()):
+    for (name, a), b in zip(plain.named_parameters(), fast.parameters(), strict=True):
         assert torch.allclose(a.grad, b.grad, atol=1e-5), name
 
 
