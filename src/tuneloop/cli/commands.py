@@ -65,10 +65,10 @@ def print_experiment(summary: dict, output_dir: str) -> None:
 
 
 def print_summary(results: dict) -> None:
-    ev = results["eval"]
-    shown = "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples")
     from ..report.fmt import stage_only
 
+    ev = results["eval"]
+    shown = "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples")
     tr, stage = results["train"], results.get("setfit") or {}
     print(f"eval ({ev['num_samples']} examples): {shown}")
     auto = results.get("auto") or {}

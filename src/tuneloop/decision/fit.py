@@ -25,6 +25,7 @@ from .rule import (TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_tem
 MIN_CROSS_FIT = 40
 MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
 MIN_ERRORS = 3             # fewer wrong predictions: NLL falls without end as T shrinks (no temperature)
+VALIDATION_ROWS = "validation rows"   # what the rows are unless the caller names them (options["rows"])
 MIN_CLASS_ROWS = 5         # a threshold needs this many rows on each side (binary) / of each label (multi-label)
 
 
@@ -34,7 +35,7 @@ def _errors(logits: np.ndarray, labels: np.ndarray, problem: Objective) -> int:
 
 
 def trusted_temperature(logits: np.ndarray, labels: np.ndarray, problem: Objective,
-                        rows: str = "validation rows") -> tuple[float, str | None]:
+                        rows: str = VALIDATION_ROWS) -> tuple[float, str | None]:
     """(the temperature to apply, why the fitted one is not applied or None); `rows`: what the rows are, as the
     notes name them."""
     n, (low, high) = len(labels), TEMPERATURE_RANGE
@@ -80,7 +81,7 @@ def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.n
 
 def _fit(logits, labels, problem, options) -> DecisionRule:
     """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
-    rows = options.get("rows", "validation rows")
+    rows = options.get("rows", VALIDATION_ROWS)
     temperature, note = trusted_temperature(logits, labels, problem, rows) if options["calibrate"] == "temperature" \
         else (1.0, None)
     rule = DecisionRule(kind=problem.kind, temperature=round(temperature, 6),
@@ -134,7 +135,7 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
                  ) -> tuple[DecisionRule, dict]:
     """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `problem`: the
     Objective or its problem type's name; `options`: calibrate (none|temperature), decision (argmax|threshold),
-    objective, abstain_below, abstain_label; `rows` (optional): what the rows are ("validation rows"), as the notes
+    objective, abstain_below, abstain_label; `rows` (optional): what the rows are (VALIDATION_ROWS), as the notes
     and the report name them."""
     logits, problem = np.asarray(logits, dtype=np.float64), objective_for(problem)
     rule = _fit(logits, labels, problem, options)
@@ -144,7 +145,7 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
     before, after = _scored(raw, labels, problem), _scored(probs, labels, problem)
     asked = options["calibrate"]
-    rows = options.get("rows", "validation rows")
+    rows = options.get("rows", VALIDATION_ROWS)
     refused = _calibration_refused(rule, before, after, folds, rows)
     if refused:                 # the rule without the temperature (thresholds refitted on the raw probabilities)
         not_applied = {"temperature": rule.temperature, "ece_after": round(after["ece"], 4),

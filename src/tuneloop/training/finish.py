@@ -8,7 +8,7 @@ import logging
 
 import numpy as np
 
-from ..decision.fit import MIN_FIT_ROWS, fit_decision
+from ..decision.fit import MIN_FIT_ROWS, VALIDATION_ROWS, fit_decision
 from ..decision.rule import DecisionRule
 from ..evaluation.inference import Evaluation
 from ..layout import PREDICTIONS_DIR
@@ -20,16 +20,20 @@ from ..runtime.process import settle_processes
 log = logging.getLogger("tuneloop")
 
 
+ROWS = {"validation": VALIDATION_ROWS, "out_of_fold": "out-of-fold training rows"}   # results.json decision.source
+
+
 def decision_rows(run, evaluation: Evaluation) -> tuple[np.ndarray, np.ndarray, str]:
-    """(logits, labels, what they are) the rule is fitted on: the final evaluation's first split; or, where it has
+    """(logits, labels, their ROWS key) the rule is fitted on: the final evaluation's first split; or, where it has
     too few rows to fit a temperature on (fewer than MIN_FIT_ROWS: a few-shot set's 10% held out) and the run has
     out-of-fold outputs of its own model on at least that many training rows (`run.out_of_fold`: the probe's head
-    fitted contrastive.FOLDS times, each on the other folds' rows), those — as scikit-learn's CalibratedClassifierCV(ensemble=False) calibrates on out-of-fold
-    predictions and applies the fit to the model trained on every row."""
+    fitted contrastive.FOLDS times, each on the other folds' rows), those: as scikit-learn's
+    CalibratedClassifierCV(ensemble=False) calibrates on out-of-fold predictions and applies the fit to the model
+    trained on every row."""
     logits, labels = next(iter(evaluation.outputs.values()))
     if len(labels) < MIN_FIT_ROWS and run.out_of_fold is not None and len(run.out_of_fold[1]) >= MIN_FIT_ROWS:
-        return (*run.out_of_fold, "out-of-fold training rows")     # each scored by a head fitted without it
-    return logits, labels, "validation rows"
+        return (*run.out_of_fold, "out_of_fold")
+    return logits, labels, "validation"
 
 
 def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None, dict | None]:
@@ -38,13 +42,13 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
     objective, cfg = run.objective, run.config
     if not objective.classes:
         return None, None
-    logits, labels, rows = decision_rows(run, evaluation)
+    logits, labels, source = decision_rows(run, evaluation)
     names = run.data.labels.names
     options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
                "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
-               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1, "rows": rows}
+               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1, "rows": ROWS[source]}
     rule, report = fit_decision(logits, labels, objective, options, cfg.seed)
-    report["source"] = "validation" if rows == "validation rows" else "out_of_fold"
+    report["source"] = source
     c = report["calibration"]
     log.info(f"decision rule: {rule.describe()} | how far confidence is from accuracy (ECE) {c['ece_before']:.4f} → "
              f"{c['ece_after']:.4f}, loss (NLL) {c['nll_before']:.4f} → {c['nll_after']:.4f}; "
