@@ -10,7 +10,8 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 
 from tuneloop.config.parsing import parse_objective
 from tuneloop.decision.fit import fit_decision
-from tuneloop.decision.rule import MULTI, SINGLE, DecisionRule, best_threshold, ece, fit_temperature, fit_thresholds
+from tuneloop.decision.rule import (MULTI, SINGLE, DecisionRule, bagged_threshold, best_threshold, ece, fit_temperature,
+                                   fit_thresholds)
 
 
 def sample(n, k, temperature, seed=0):
@@ -78,6 +79,47 @@ def test_unreachable_constraint_is_reported():
     assert not met
     cuts, notes = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
     assert notes and "cannot be reached" in notes[0]
+
+
+def noisy_scores(n, rng):
+    """Scores of a weak binary model (30% positive), rounded so that ties occur."""
+    positive = rng.random(n) < 0.3
+    return np.round(np.clip(rng.normal(0.4 + 0.15 * positive, 0.15), 0, 1), 3), positive
+
+
+@pytest.mark.parametrize("objective", ["f1", "macro-f1"])
+def test_a_bagged_cut_off_moves_less_between_samples_and_scores_higher_on_new_rows(objective):
+    rng = np.random.default_rng(7)
+    new_scores, new_positive = noisy_scores(20000, rng)            # rows no cut-off was fitted on
+    metric = (lambda y, p: f1_score(y, p)) if objective == "f1" else (lambda y, p: f1_score(y, p, average="macro"))
+    plain, bagged = [], []
+    for draw in range(40):                                         # 40 validation sets of 80 rows
+        scores, positive = noisy_scores(80, rng)
+        plain.append(best_threshold(scores, positive, objective)[0])
+        bagged.append(bagged_threshold(scores, positive, objective, seed=draw)[0])
+    logit = lambda c: np.log(c) - np.log1p(-np.asarray(c))        # noqa: E731
+    assert np.std(logit(bagged)) < np.std(logit(plain))
+    held = {name: np.mean([metric(new_positive, new_scores >= c) for c in cuts])
+            for name, cuts in (("plain", plain), ("bagged", bagged))}
+    assert held["bagged"] > held["plain"]
+
+
+def test_a_bagged_cut_off_is_seeded_and_constraints_keep_the_best_cut():
+    scores, positive = noisy_scores(80, np.random.default_rng(3))
+    assert bagged_threshold(scores, positive, "f1", seed=1) == bagged_threshold(scores, positive, "f1", seed=1)
+    assert bagged_threshold(scores, positive, "f1", seed=1)[0] != best_threshold(scores, positive, "f1")[0]
+    for objective in ("precision@0.6", "recall@0.5"):
+        assert bagged_threshold(scores, positive, objective, seed=1) == best_threshold(scores, positive, objective)
+    one_side = np.zeros(80, dtype=bool)
+    assert bagged_threshold(scores, one_side, "f1") == best_threshold(scores, one_side, "f1")
+
+
+def test_the_saved_threshold_is_the_bagged_one_drawn_with_the_run_seed():
+    logits, labels = sample(300, 2, 1.0, seed=8)
+    for seed in (0, 5):
+        rule, _ = fit_decision(logits, labels, SINGLE, options(decision="threshold", calibrate="none"), seed=seed)
+        p = DecisionRule(kind=SINGLE).probabilities(logits)[:, 1]
+        assert rule.thresholds == [round(bagged_threshold(p, labels == 1, "f1", seed)[0], 6)]
 
 
 @pytest.mark.parametrize("bad", ["f2", "precision", "recall@", "recall@1.5", "precision@0", "f1@0.5"])

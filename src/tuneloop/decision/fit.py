@@ -79,8 +79,9 @@ def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.n
     return list(StratifiedKFold(2, shuffle=True, random_state=seed).split(np.zeros(n), y))
 
 
-def _fit(logits, labels, problem, options) -> DecisionRule:
-    """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note)."""
+def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
+    """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note); `seed`
+    draws the thresholds' bootstrap resamples."""
     rows = options.get("rows", VALIDATION_ROWS)
     temperature, note = trusted_temperature(logits, labels, problem, rows) if options["calibrate"] == "temperature" \
         else (1.0, None)
@@ -94,18 +95,18 @@ def _fit(logits, labels, problem, options) -> DecisionRule:
             rule.notes.append(refused)
         else:
             rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, problem, options["objective"],
-                                                    rule.positive)
+                                                    rule.positive, seed)
             rule.notes += [f"--optimize-threshold-for: {n}" for n in notes]
             rule.objective = options["objective"]
     return rule
 
 
-def _cross_fit(logits, labels, problem, options, folds, rule) -> tuple[np.ndarray, np.ndarray]:
+def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(probabilities, decisions) of every row by a rule fitted on the other fold (in-sample: `rule`'s)."""
     probs = np.zeros_like(logits)
     tuned = np.zeros(DecisionRule(kind=problem.kind).predictions(logits).shape, dtype=np.int64)
     for fit_rows, measured in folds or [(np.arange(len(labels)), np.arange(len(labels)))]:
-        part = _fit(logits[fit_rows], labels[fit_rows], problem, options) if folds else rule
+        part = _fit(logits[fit_rows], labels[fit_rows], problem, options, seed) if folds else rule
         probs[measured] = part.probabilities(logits[measured])
         tuned[measured] = part.predictions(logits[measured])
     return probs, tuned
@@ -138,11 +139,11 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     objective, abstain_below, abstain_label; `rows` (optional): what the rows are (VALIDATION_ROWS), as the notes
     and the report name them."""
     logits, problem = np.asarray(logits, dtype=np.float64), objective_for(problem)
-    rule = _fit(logits, labels, problem, options)
+    rule = _fit(logits, labels, problem, options, seed)
     folds = _folds(labels, problem, seed)
     raw = DecisionRule(kind=problem.kind).probabilities(logits)
     default = DecisionRule(kind=problem.kind).predictions(logits)
-    probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
+    probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule, seed)
     before, after = _scored(raw, labels, problem), _scored(probs, labels, problem)
     asked = options["calibrate"]
     rows = options.get("rows", VALIDATION_ROWS)
@@ -151,9 +152,9 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
         not_applied = {"temperature": rule.temperature, "ece_after": round(after["ece"], 4),
                        "nll_after": round(after["nll"], 4)}
         options = {**options, "calibrate": "none"}
-        rule = _fit(logits, labels, problem, options)
+        rule = _fit(logits, labels, problem, options, seed)
         rule.notes.insert(0, refused)
-        probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule)
+        probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule, seed)
         after = _scored(probs, labels, problem)
     n = len(labels)
     how = (f"2-fold cross-fit on the {n} {rows} (each half scored by a rule fitted on the other)" if folds
