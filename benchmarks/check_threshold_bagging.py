@@ -10,7 +10,9 @@ rarer positive class, where a tuned cut-off matters most. Then, --draws times fo
 held rows are drawn as the validation set, `fit_decision` fits the rule as it ships (bagged) and as it was (the
 best cut, `bagged_threshold` replaced by `best_threshold`), and both, with argmax, are scored on every other row.
 "guarded" is a guard tried and not shipped: argmax wherever the rule's own 2-fold cross-fit scored the tuned
-cut-off below argmax (results.json's at_tuned < at_default), else the bagged cut-off.
+cut-off below argmax (results.json's at_tuned < at_default), else the bagged cut-off. "all_or_none" is the rule
+before multi-label cut-offs were tuned per label (2026-11-29): argmax wherever any label had fewer than 5 validation
+rows on a side, else the bagged cut-offs.
 
     python benchmarks/check_threshold_bagging.py --data-packages /tmp/smalldata \\
         --models sentiment:setfit:16 tweets:setfit:16 mrpc:setfit:32 sentiment:finetune:64 tweets:probe:32 \\
@@ -99,7 +101,8 @@ def draws(logits: np.ndarray, labels: np.ndarray, kind: str, objective: str, siz
 
     options = {"calibrate": "temperature", "decision": "threshold", "objective": objective, "abstain_below": None,
                "abstain_label": "abstain"}
-    rng, held = np.random.default_rng([seed, size]), {"argmax": [], "best_cut": [], "bagged": [], "guarded": []}
+    rng, held = np.random.default_rng([seed, size]), {k: [] for k in ("argmax", "best_cut", "bagged", "guarded",
+                                                                       "all_or_none")}
     tuned = refused = 0
     metric = {"f1": "f1_micro" if kind == MULTI else "f1", "macro-f1": "f1_macro"}[objective]
     for d in range(count):
@@ -113,8 +116,11 @@ def draws(logits: np.ndarray, labels: np.ndarray, kind: str, objective: str, siz
         worse = bool(cross) and cross["at_tuned"][metric] < cross["at_default"][metric]
         refused += worse
         other, y = logits[~chosen], labels[~chosen]
+        sides = labels[chosen].reshape(size, -1) if kind == MULTI else (labels[chosen] == 1)[:, None]
+        short = (np.minimum(sides.sum(0), size - sides.sum(0)) < fitting.MIN_CLASS_ROWS).any()
         for key, rule in (("argmax", DecisionRule(kind=kind)), ("best_cut", best), ("bagged", bagged),
-                          ("guarded", DecisionRule(kind=kind) if worse else bagged)):
+                          ("guarded", DecisionRule(kind=kind) if worse else bagged),
+                          ("all_or_none", DecisionRule(kind=kind) if short else bagged)):
             held[key].append(objective_value(rule.predictions(other), y, objective, kind))
     gain = np.array(held["bagged"]) - np.array(held["best_cut"])
     return {"validation_rows": size, "draws": count, "thresholds_tuned": tuned,

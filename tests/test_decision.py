@@ -231,6 +231,26 @@ def test_thresholds_on_too_few_rows_of_a_class_stay_at_argmax():
     assert any("thresholds not applied: 200 validation rows with 4 on the rarer side" in n for n in report["notes"])
 
 
+def test_a_multi_label_label_with_too_few_rows_keeps_one_half_and_the_others_are_tuned():
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(300, 3)) * 2 - np.array([0.0, 1.0, 0.0])
+    labels = (rng.random(z.shape) < 1 / (1 + np.exp(-z))).astype(np.float32)
+    labels[:, 2] = 0
+    labels[:3, 2] = 1                                     # the third label: 3 rows, too few to tune its cut-off on
+    opts = options(decision="threshold", calibrate="none", names=["sports", "music", "rare-tag"])
+    rule, report = fit_decision(z, labels, MULTI, opts, seed=0)
+    assert len(rule.thresholds) == 3 and rule.thresholds[2] == 0.5
+    probs = 1 / (1 + np.exp(-z))
+    for k in (0, 1):                                      # tuned as a label on its own would be
+        assert rule.thresholds[k] == round(bagged_threshold(probs[:, k], labels[:, k] == 1, "f1", k)[0], 6)
+    assert rule.thresholds[1] != 0.5
+    assert "thresholds not tuned for 1 of 3 labels (rare-tag): fewer than 5 of the 300 validation rows" in \
+        " ".join(report["notes"])
+    assert (rule.predictions(z)[:, 2] == (z[:, 2] >= 0)).all()
+    alone, _ = fit_decision(z[:, :2], labels[:, :2], MULTI, options(decision="threshold", calibrate="none"), seed=0)
+    assert alone.thresholds == rule.thresholds[:2]
+
+
 def two_halves(over: float, under: float):
     """400 rows whose two cross-fit halves (the folds fit_decision draws with seed 0) disagree: one half's logits are
     over-confident by `over`, the other's under-confident (`under` < 1), so each half's temperature is wrong for the

@@ -120,16 +120,20 @@ def test_multi_label_gets_one_threshold_per_label(tiny_model, tmp_path):
     with open(tmp_path / "train.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["text", "labels"])
-        for _ in range(160):
+        for i in range(160):
             words = [rng.choice(["alpha", "beta", "gamma", "cat", "dog", "red"]) for _ in range(5)]
             words.insert(rng.randint(0, 5), rng.choice(["alpha", "beta", "gamma"]))    # at least one label
-            tags = [t for t, k in (("a", "alpha"), ("b", "beta"), ("g", "gamma")) if k in words]
+            words += ["zeta"] if i < 3 else []            # a tag on 3 rows: too few to tune its cut-off on
+            tags = [t for t, k in (("a", "alpha"), ("b", "beta"), ("g", "gamma"), ("z", "zeta")) if k in words]
             w.writerow([" ".join(words), ",".join(tags)])
     results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=2), train_file=str(tmp_path / "train.csv"),
                                          label_separator=",", output_dir=str(tmp_path / "run"), decision="threshold",
                                          optimize_threshold_for="macro-f1", validation_split=0.3))
     d = results["decision"]
-    assert len(d["thresholds"]["values"]) == 3 and set(d["thresholds"]["at_tuned"]) >= {"f1_micro", "f1_macro"}
+    assert len(d["thresholds"]["values"]) == 4 and set(d["thresholds"]["at_tuned"]) >= {"f1_micro", "f1_macro"}
+    assert d["thresholds"]["values"][3] == 0.5 and d["thresholds"]["values"][:3] != [0.5] * 3   # z: 0.5, rest tuned
+    assert any(n.startswith("thresholds not tuned for 1 of 4 labels (z): fewer than 5 of the 48 validation rows")
+               for n in d["notes"])
     assert d["calibration"]["temperature"] > 0
 
 

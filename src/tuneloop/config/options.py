@@ -120,8 +120,9 @@ class TrainConfig(DataOptions):
     method: str = opt("auto", "finetune (the training loop trains every weight), setfit (few labelled rows per "
                       "class: the body trained on pairs of rows, then a logistic-regression head) or probe (a "
                       "logistic-regression head on the frozen embedding: seconds); auto: finetune, but under the "
-                      "small-data line with at most 64 rows per class (classes) the one of the three that scores best "
-                      "in cross-validation on the training rows, within --auto-budget; config.yaml records which", "training", METHODS)
+                      "small-data line with at most 64 rows per class (classes) setfit, unless cross-validation on "
+                      "the training rows within --auto-budget finds the probe or finetune right on significantly more "
+                      "rows (a sign test); config.yaml records which", "training", METHODS)
     auto_budget: float = opt(600.0, "--method auto: seconds the cross-validation may take (a candidate whose "
                              "estimated time does not fit is skipped)", "training", metavar="S")
     setfit_iterations: Optional[int] = opt(None, "--method setfit: the pairs. Default: as the setfit package "

@@ -6,9 +6,10 @@ from a 2-fold cross-fit instead: the rule is fitted on one half of the validatio
 both ways round, so no row is scored by a rule fitted on it. With fewer than MIN_CROSS_FIT rows (or a class with
 fewer than 2 rows) the figures are in-sample, and say so.
 
-A fit that cannot be trusted is not applied (`trusted_temperature`, thresholds on too few rows, and a temperature
-that made both the cross-fitted NLL and ECE worse: `_calibration_refused`): the rule falls back to T = 1 / argmax
-and says why in its notes (the log and the report show them). Thirty perfectly separated validation rows, for one,
+A fit that cannot be trusted is not applied (`trusted_temperature`, thresholds on too few rows — multi-label: per
+label, the others tuned —, and a temperature that made both the cross-fitted NLL and ECE worse:
+`_calibration_refused`): the rule falls back to T = 1 / argmax and says why in its notes (the log and the report
+show them). Thirty perfectly separated validation rows, for one,
 drove the temperature to its search bound (T = 0.05) and every saved-rule probability to 1.0; on 200 review
 snippets a few-shot model's two halves fitted T = 2.27 and 0.84, and the T = 1.29 of all rows made the out-of-fold
 NLL (0.664 → 0.682) and ECE (0.041 → 0.103) worse.
@@ -54,14 +55,23 @@ def trusted_temperature(logits: np.ndarray, labels: np.ndarray, problem: Objecti
     return temperature, None
 
 
-def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int, rows: str) -> str | None:
+def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int, rows: str,
+                        names=None) -> tuple[np.ndarray, str | None]:
+    """(which cut-offs can be tuned on these rows: one per column of cut_targets, the note on those that cannot or
+    None). Multi-label: a label with fewer than MIN_CLASS_ROWS rows on a side keeps 0.5 and the others are tuned;
+    `names` (the labels' names, optional) names them in the note."""
     n, sides = len(labels), problem.cut_targets(labels, positive)
     counts = np.minimum(sides.sum(0), (~sides).sum(0))           # the rarer side of each cut-off
-    if n < MIN_FIT_ROWS or counts.min() < MIN_CLASS_ROWS:
-        return (f"thresholds not applied: {n} {rows} with {int(counts.min())} on the rarer side are too "
-                f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each side); the "
-                "decision stays argmax / 0.5")
-    return None
+    enough = counts >= MIN_CLASS_ROWS if n >= MIN_FIT_ROWS else np.zeros(len(counts), dtype=bool)
+    if enough.all():
+        return enough, None
+    if not enough.any():
+        return enough, (f"thresholds not applied: {n} {rows} with {int(counts.min())} on the rarer side are too "
+                        f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each "
+                        "side); the decision stays argmax / 0.5")
+    short = [str(names[k]) if names is not None else str(k) for k in np.flatnonzero(~enough)]
+    return enough, (f"thresholds not tuned for {len(short)} of {len(enough)} labels ({', '.join(short)}): fewer than "
+                    f"{MIN_CLASS_ROWS} of the {n} {rows} on a side; they stay at 0.5, the other labels are tuned")
 
 
 def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -90,12 +100,11 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
                         positive=options.get("positive", 1))
     rule.notes = [note] if note else []
     if options["decision"] == "threshold":
-        refused = _thresholds_trusted(labels, problem, rule.positive, rows)
-        if refused:
-            rule.notes.append(refused)
-        else:
+        enough, refused = _thresholds_trusted(labels, problem, rule.positive, rows, options.get("names"))
+        rule.notes += [refused] if refused else []
+        if enough.any():
             rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, problem, options["objective"],
-                                                    rule.positive, seed)
+                                                    rule.positive, seed, enough)
             rule.notes += [f"--optimize-threshold-for: {n}" for n in notes]
             rule.objective = options["objective"]
     return rule
@@ -137,7 +146,7 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     """(the rule fitted on all rows, results.json's "decision" section measured out of fold). `problem`: the
     Objective or its problem type's name; `options`: calibrate (none|temperature), decision (argmax|threshold),
     objective, abstain_below, abstain_label; `rows` (optional): what the rows are (VALIDATION_ROWS), as the notes
-    and the report name them."""
+    and the report name them; `names` (optional): the labels' names, for the notes."""
     logits, problem = np.asarray(logits, dtype=np.float64), objective_for(problem)
     rule = _fit(logits, labels, problem, options, seed)
     folds = _folds(labels, problem, seed)

@@ -215,13 +215,16 @@ def bagged_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, s
 
 
 def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, objective: str, positive: int = 1,
-                   seed: int = 0) -> tuple[list[float], list[str]]:
+                   seed: int = 0, tune: np.ndarray | None = None) -> tuple[list[float], list[str]]:
     """Binary: [cut-off on the positive class]; multi-label: one per label (bagged_threshold's, its resamples
-    drawn with `seed`). Returns (thresholds, warnings)."""
+    drawn with `seed`); a label whose `tune` is False keeps 0.5. Returns (thresholds, warnings)."""
     notes, problem = [], objective_for(kind)
     columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T, strict=True)
     cuts = []
     for k, (scores, positive) in enumerate(columns):
+        if tune is not None and not tune[k]:
+            cuts.append(0.5)
+            continue
         cut, met = bagged_threshold(scores, positive, objective, seed + k)
         if not met:
             notes.append(f"{objective} cannot be reached on the validation rows" +

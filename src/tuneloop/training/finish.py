@@ -46,7 +46,8 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
     names = run.data.labels.names
     options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
                "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
-               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1, "rows": ROWS[source]}
+               "positive": names.index(cfg.positive_label) if cfg.positive_label else 1, "rows": ROWS[source],
+               "names": names}
     rule, report = fit_decision(logits, labels, objective, options, cfg.seed)
     report["source"] = source
     c = report["calibration"]
