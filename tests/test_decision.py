@@ -77,8 +77,13 @@ def test_unreachable_constraint_is_reported():
     assert met
     _, met = best_threshold(scores, positive, "recall@0.9")        # precision ≥ 0.9: only with nothing... never
     assert not met
-    cuts, notes = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
-    assert notes and "cannot be reached" in notes[0]
+    cuts, unreachable = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
+    assert unreachable == [0] and len(cuts) == 1
+    rows = np.repeat(np.c_[1 - scores, scores], 10, axis=0)
+    rule, report = fit_decision(np.log(rows), np.repeat(positive, 10).astype(int), SINGLE,
+                                options(decision="threshold", objective="recall@0.9", calibrate="none"))
+    assert "--optimize-threshold-for: recall@0.9 cannot be reached on the validation rows; the closest cut-off is " \
+           "used" in report["notes"]
 
 
 def noisy_scores(n, rng):
@@ -249,6 +254,15 @@ def test_a_multi_label_label_with_too_few_rows_keeps_one_half_and_the_others_are
     assert (rule.predictions(z)[:, 2] == (z[:, 2] >= 0)).all()
     alone, _ = fit_decision(z[:, :2], labels[:, :2], MULTI, options(decision="threshold", calibrate="none"), seed=0)
     assert alone.thresholds == rule.thresholds[:2]
+
+
+def test_an_unreachable_target_names_the_label():
+    z = np.c_[np.linspace(-3, 3, 100), np.linspace(-3, 3, 100)]
+    labels = np.c_[z[:, 0] > 1, z[:, 1] < -1.8].astype(np.float32)   # the second label's rows score lowest
+    opts = options(decision="threshold", objective="recall@0.9", calibrate="none", names=["good", "inverted"])
+    rule, report = fit_decision(z, labels, MULTI, opts, seed=0)
+    assert "--optimize-threshold-for: recall@0.9 cannot be reached on the validation rows for labels inverted; the " \
+           "closest cut-off is used" in report["notes"]
 
 
 def two_halves(over: float, under: float):

@@ -9,10 +9,10 @@ fewer than 2 rows) the figures are in-sample, and say so.
 A fit that cannot be trusted is not applied (`trusted_temperature`, thresholds on too few rows — multi-label: per
 label, the others tuned —, and a temperature that made both the cross-fitted NLL and ECE worse:
 `_calibration_refused`): the rule falls back to T = 1 / argmax and says why in its notes (the log and the report
-show them). Thirty perfectly separated validation rows, for one,
-drove the temperature to its search bound (T = 0.05) and every saved-rule probability to 1.0; on 200 review
-snippets a few-shot model's two halves fitted T = 2.27 and 0.84, and the T = 1.29 of all rows made the out-of-fold
-NLL (0.664 → 0.682) and ECE (0.041 → 0.103) worse.
+show them). Thirty perfectly separated validation rows, for one, drove the temperature to its search bound
+(T = 0.05) and every saved-rule probability to 1.0; on 200 review snippets a few-shot model's two halves fitted
+T = 2.27 and 0.84, and the T = 1.29 of all rows made the out-of-fold NLL (0.664 → 0.682) and ECE (0.041 → 0.103)
+worse.
 """
 
 from __future__ import annotations
@@ -69,9 +69,15 @@ def _thresholds_trusted(labels: np.ndarray, problem: Objective, positive: int, r
         return enough, (f"thresholds not applied: {n} {rows} with {int(counts.min())} on the rarer side are too "
                         f"few to tune a cut-off on (at least {MIN_FIT_ROWS} rows and {MIN_CLASS_ROWS} on each "
                         "side); the decision stays argmax / 0.5")
-    short = [str(names[k]) if names is not None else str(k) for k in np.flatnonzero(~enough)]
-    return enough, (f"thresholds not tuned for {len(short)} of {len(enough)} labels ({', '.join(short)}): fewer than "
-                    f"{MIN_CLASS_ROWS} of the {n} {rows} on a side; they stay at 0.5, the other labels are tuned")
+    short = np.flatnonzero(~enough)
+    return enough, (f"thresholds not tuned for {len(short)} of {len(enough)} labels ({_named(short, names)}): "
+                    f"fewer than {MIN_CLASS_ROWS} of the {n} {rows} on a side; they stay at 0.5, the other labels "
+                    "are tuned")
+
+
+def _named(columns, names=None) -> str:
+    """'a, b': the names of these label columns (their numbers without `names`)."""
+    return ", ".join(str(names[k]) if names is not None else str(k) for k in columns)
 
 
 def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -103,9 +109,12 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
         enough, refused = _thresholds_trusted(labels, problem, rule.positive, rows, options.get("names"))
         rule.notes += [refused] if refused else []
         if enough.any():
-            rule.thresholds, notes = fit_thresholds(rule.probabilities(logits), labels, problem, options["objective"],
-                                                    rule.positive, seed, enough)
-            rule.notes += [f"--optimize-threshold-for: {n}" for n in notes]
+            rule.thresholds, unreachable = fit_thresholds(rule.probabilities(logits), labels, problem,
+                                                          options["objective"], rule.positive, seed, enough)
+            if unreachable:
+                which = f" for labels {_named(unreachable, options.get('names'))}" if problem.multi_label else ""
+                rule.notes.append(f"--optimize-threshold-for: {options['objective']} cannot be reached on the "
+                                  f"{rows}{which}; the closest cut-off is used")
             rule.objective = options["objective"]
     return rule
 
