@@ -98,6 +98,7 @@ def draws(logits: np.ndarray, labels: np.ndarray, kind: str, objective: str, siz
     lower than the best cut."""
     from tuneloop.decision import fit as fitting, rule as rules
     from tuneloop.decision.rule import DecisionRule
+    from tuneloop.objective import objective_for
 
     options = {"calibrate": "temperature", "decision": "threshold", "objective": objective, "abstain_below": None,
                "abstain_label": "abstain"}
@@ -116,8 +117,7 @@ def draws(logits: np.ndarray, labels: np.ndarray, kind: str, objective: str, siz
         worse = bool(cross) and cross["at_tuned"][metric] < cross["at_default"][metric]
         refused += worse
         other, y = logits[~chosen], labels[~chosen]
-        sides = labels[chosen].reshape(size, -1) if kind == MULTI else (labels[chosen] == 1)[:, None]
-        short = (np.minimum(sides.sum(0), size - sides.sum(0)) < fitting.MIN_CLASS_ROWS).any()
+        short = not fitting._thresholds_trusted(labels[chosen], objective_for(kind), 1, "rows")[0].all()
         for key, rule in (("argmax", DecisionRule(kind=kind)), ("best_cut", best), ("bagged", bagged),
                           ("guarded", DecisionRule(kind=kind) if worse else bagged),
                           ("all_or_none", DecisionRule(kind=kind) if short else bagged)):
