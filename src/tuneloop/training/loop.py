@@ -1,8 +1,8 @@
 """The training loop: the course chapter's loop on 🤗 Accelerate (prepare → for batch: the step — forward, loss,
 backward, optimizer step, zero_grad, in step.py — then schedule, progress). Every decision that writes a file or
-ends the run is an `if` line here, calling a function with one job: set-up in setup_steps.py, evaluation in evaluation/, the resumable state and the plan of
-the run in state.py, checkpoints in checkpoint.py, the run's files in finish.py, reporting.py and dynamics.py,
---method setfit's stage before the loop in contrastive.py.
+ends the run is an `if` line here, calling a function with one job: set-up in setup_steps.py, evaluation in
+evaluation/, the resumable state and the plan of the run in state.py, checkpoints in checkpoint.py, the run's files
+in finish.py, reporting.py and dynamics.py, --method setfit's stage before the loop in contrastive.py.
 ARCHITECTURE.md is the map."""
 
 from __future__ import annotations
