@@ -12,7 +12,7 @@ import torch
 from conftest import fast_options, sentence
 
 import tuneloop
-from tuneloop.training import choose
+from tuneloop.training import choose, head_fit
 
 WORDS = {"good": ["great", "lovely", "superb"], "bad": ["awful", "dull", "poor"]}
 
@@ -203,7 +203,7 @@ def test_the_folds_stage_makes_the_passes_the_run_will(monkeypatch):
                         or np.ones(len(a[-2]), dtype=bool))
     table = SimpleNamespace(column_names=["input_ids"], select_columns=lambda columns: None)
     choose.cross_validate(TrainConfig(auto_budget=600), SimpleNamespace(train=table), None, None, None, None, labels)
-    fold = labels[choose.folds_of(labels, 42)[0][0]]
+    fold = labels[head_fit.folds_of(labels, 42)[0][0]]
     assert contrastive.planned_passes(TrainConfig(), fold, 1) > 12
     assert {epochs for method, epochs in seen if method == "setfit"} == {12}
 
@@ -252,23 +252,21 @@ def test_a_probe_with_few_validation_rows_fits_its_rule_on_its_heads_out_of_fold
 
 @pytest.mark.parametrize("classes", [2, 3])
 def test_the_probes_out_of_fold_logits_are_heads_that_never_saw_those_rows(classes):
-    """contrastive.out_of_fold: softmax of a row's logits is scikit-learn's predict_proba of a logistic regression
+    """head_fit.out_of_fold: softmax of a row's logits is scikit-learn's predict_proba of a logistic regression
     fitted, as the run fits its head, on the other folds only."""
     from types import SimpleNamespace
 
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold
 
-    from tuneloop.training import contrastive
-
     rng = np.random.default_rng(0)
     labels = np.arange(60) % classes
     features = rng.normal(size=(60, 5)) + labels[:, None]
     objective = SimpleNamespace(num_labels=classes, multi_label=False)
-    logits, same = contrastive.out_of_fold(features, labels, objective, True, 7)
+    logits, same = head_fit.out_of_fold(features, labels, objective, True, 7)
     probabilities = torch.softmax(torch.as_tensor(logits), -1).numpy()
     for train, held in StratifiedKFold(3, shuffle=True, random_state=7).split(features, labels):
         expected = LogisticRegression(max_iter=1000, random_state=7).fit(features[train], labels[train])
         assert np.allclose(probabilities[held], expected.predict_proba(features[held]), atol=1e-6)
     assert (same == labels).all()
-    assert contrastive.out_of_fold(features[:4], labels[:4], objective, True, 7) is None    # a class of 1-2 rows
+    assert head_fit.out_of_fold(features[:4], labels[:4], objective, True, 7) is None    # a class of 1-2 rows

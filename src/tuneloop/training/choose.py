@@ -10,9 +10,9 @@ Candidates, cheapest first:
 - setfit: the contrastive stage on pairs of rows, then that head (contrastive.py),
 - finetune: the training loop over every weight, with the small-data settings (small_data.py).
 
-Each is scored on held-out folds of the training rows (stratified, FOLDS folds, seeded by --seed; every row held out
-once), each fold trained from the pretrained model as the run would train it (no rows of the validation or test sets
-are read). A candidate replaces the contrastive stage only when it was right on significantly more of the same
+Each is scored on held-out folds of the training rows (head_fit.folds_of: stratified, 3, seeded by --seed; every row
+held out once), each fold trained from the pretrained model as the run would train it (no rows of the validation or
+test sets are read). A candidate replaces the contrastive stage only when it was right on significantly more of the same
 held-out rows: a one-sided sign test on the rows where exactly one of the two was right (McNemar's exact test),
 p < ALPHA. At 8 rows per class, 3-fold accuracies on 16 rows ranged over 0.31-0.50 on a binary task (noise): picking
 the best mean there picked at random; the test keeps the stage unless the evidence is there.
@@ -39,6 +39,7 @@ from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
 from ..runtime.process import random_states
 from . import contrastive, small_data
+from .head_fit import folds_of
 from .step import AccelerateStep
 
 log = logging.getLogger("tuneloop")
@@ -46,7 +47,6 @@ log = logging.getLogger("tuneloop")
 CANDIDATES = ("probe", "setfit", "finetune")
 DEFAULT = "setfit"      # the few-shot method unless another is better beyond chance on the held-out rows
 ALPHA = 0.05            # the sign test's level for replacing it
-FOLDS = 3
 FEW_PER_CLASS = 64      # rows per class (on average) up to which the candidates are compared: the few-shot regime
 BACKWARD = 3.0          # a training row costs about this many rows of an embedding pass (forward + backward)
 
@@ -76,13 +76,6 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
     log.info(f"method auto: {auto_text(choice)}; on the {rows} training rows, {choice['seconds']:.0f} s of "
              f"--auto-budget {config.auto_budget:g} s; --method keeps your own")
     return config.replace(method=choice["chosen"]), choice
-
-
-def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    from sklearn.model_selection import StratifiedKFold
-
-    k = int(min(FOLDS, np.unique(labels, return_counts=True)[1].min()))
-    return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(labels)), labels))
 
 
 def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:

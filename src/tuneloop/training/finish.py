@@ -27,7 +27,7 @@ def decision_rows(run, evaluation: Evaluation) -> tuple[np.ndarray, np.ndarray, 
     """(logits, labels, their ROWS key) the rule is fitted on: the final evaluation's first split; or, where it has
     too few rows to fit a temperature on (fewer than MIN_FIT_ROWS: a few-shot set's 10% held out) and the run has
     out-of-fold outputs of its own model on at least that many training rows (`run.out_of_fold`: the probe's head
-    fitted contrastive.FOLDS times, each on the other folds' rows), those: as scikit-learn's
+    fitted head_fit.FOLDS times, each on the other folds' rows), those: as scikit-learn's
     CalibratedClassifierCV(ensemble=False) calibrates on out-of-fold predictions and applies the fit to the model
     trained on every row."""
     logits, labels = next(iter(evaluation.outputs.values()))
