@@ -16,6 +16,7 @@ from tuneloop.cli.main import main
     ({"batch_size": 0}, r"--batch-size: must be at least 1"),
     ({"warmup_ratio": 1.5}, r"--warmup-ratio: must be in \[0, 1\)"),
     ({"warmup_ratio": 0.1, "warmup_steps": 5}, r"either --warmup-steps or --warmup-ratio"),
+    ({"threshold_confidence": 1.0}, r"--threshold-confidence: must be in \[0, 1\), got 1.0"),
     ({"mixed_precision": "fp8"}, r"--mixed-precision: unknown value 'fp8'"),
     ({"text_columns": ["a", "b", "c"]}, r"--text-columns: give one or two column names"),
     ({"train_file": "/no/such/file.csv"}, r"--train-file: /no/such/file.csv does not exist"),

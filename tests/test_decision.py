@@ -10,8 +10,8 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 
 from tuneloop.config.parsing import parse_objective
 from tuneloop.decision.fit import fit_decision
-from tuneloop.decision.rule import (MULTI, SINGLE, DecisionRule, bagged_threshold, best_threshold, ece, fit_temperature,
-                                   fit_thresholds)
+from tuneloop.decision.rule import (MULTI, SINGLE, DecisionRule, assured_threshold, bagged_threshold, best_threshold,
+                                   constraint_bound, ece, fit_temperature, fit_thresholds, lower_bound, PRECISION_CUTS)
 
 
 def sample(n, k, temperature, seed=0):
@@ -77,13 +77,120 @@ def test_unreachable_constraint_is_reported():
     assert met
     _, met = best_threshold(scores, positive, "recall@0.9")        # precision ≥ 0.9: only with nothing... never
     assert not met
-    cuts, unreachable = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
-    assert unreachable == [0] and len(cuts) == 1
+    cuts, misses = fit_thresholds(np.c_[1 - scores, scores], positive.astype(int), SINGLE, "recall@0.9")
+    assert misses == {"unreachable": [0], "unassured": []} and len(cuts) == 1
     rows = np.repeat(np.c_[1 - scores, scores], 10, axis=0)
     rule, report = fit_decision(np.log(rows), np.repeat(positive, 10).astype(int), SINGLE,
                                 options(decision="threshold", objective="recall@0.9", calibrate="none"))
     assert "--optimize-threshold-for: recall@0.9 cannot be reached on the validation rows; the closest cut-off is " \
            "used" in report["notes"]
+
+
+@pytest.mark.parametrize("successes, trials", [(1, 1), (3, 10), (40, 50), (199, 200)])
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.99])
+def test_the_lower_bound_is_clopper_pearsons(successes, trials, confidence):
+    """At the bound, `successes` or more of `trials` happen with probability 1 - confidence (the exact binomial
+    tail), so a rate any lower would have made them rarer than that."""
+    from scipy.stats import binom
+
+    bound = float(lower_bound(successes, trials, confidence))
+    assert 0 < bound < successes / trials + 1e-12
+    assert binom.sf(successes - 1, trials, bound) == pytest.approx(1 - confidence, rel=1e-6)
+    assert float(lower_bound(0, trials, confidence)) == 0.0
+
+
+@pytest.mark.parametrize("objective", ["precision@0.7", "recall@0.6"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_an_assured_cut_off_is_the_best_whose_bound_meets_the_target(objective, seed):
+    """precision@R: among every cut of the rows; recall@P: among the fixed PRECISION_CUTS, bounded at once."""
+    rng = np.random.default_rng(seed)
+    positive = rng.random(400) < 0.4
+    scores = np.round(np.clip(rng.normal(0.35 + 0.3 * positive, 0.2), 0, 1), 2)      # ties on purpose
+    cut, how = assured_threshold(scores, positive, objective, 0.9)
+    assert how == "assured"
+    name, target = parse_objective(objective)
+    goal = precision_score if name == "precision" else recall_score
+    y = positive.astype(int)
+    candidates = [*np.unique(scores), np.inf] if name == "precision" else PRECISION_CUTS
+    best = max(goal(y, (scores >= c).astype(int), zero_division=0) for c in candidates
+               if constraint_bound(scores, positive, objective, c, 0.9) >= target)
+    assert goal(y, (scores >= cut).astype(int), zero_division=0) == pytest.approx(best)
+    assert constraint_bound(scores, positive, objective, cut, 0.9) >= target
+    assert name == "precision" or cut in PRECISION_CUTS
+    rows_cut, _ = best_threshold(scores, positive, objective)
+    assert goal(y, (scores >= cut).astype(int), zero_division=0) <= goal(y, (scores >= rows_cut).astype(int),
+                                                                         zero_division=0)
+    assert assured_threshold(scores, positive, objective, 0.0) == (rows_cut, "rows")
+
+
+def new_rows_held(objective, make_rows, size, draws=200):
+    """(share of draws assured at 0.9, share of those whose constraint held on 20,000 new rows, the same share for
+    the rows' best cut-off over every draw)."""
+    new_scores, new_positive = make_rows(20000)
+    name, target = parse_objective(objective)
+
+    def held(cut):
+        chosen = new_scores >= cut
+        tp = (chosen & new_positive).sum()
+        return (tp / new_positive.sum() if name == "precision" else tp / max(chosen.sum(), 1)) >= target
+
+    assured, kept, plain = [], [], []
+    for _ in range(draws):
+        scores, positive = make_rows(size)
+        cut, how = assured_threshold(scores, positive, objective, 0.9)
+        assured.append(how == "assured")
+        kept += [held(cut)] if how == "assured" else []
+        plain.append(held(assured_threshold(scores, positive, objective, 0.0)[0]))
+    return np.mean(assured), (np.mean(kept) if kept else None), np.mean(plain)
+
+
+@pytest.mark.parametrize("objective", ["precision@0.8", "recall@0.8"])
+def test_an_assured_constraint_holds_on_new_rows_where_the_rows_best_cut_often_does_not(objective):
+    """200 validation sets of 400 rows from one weak model; each cut-off scored on 20,000 new rows."""
+    rng = np.random.default_rng(11)
+
+    def rows(n):
+        positive = rng.random(n) < 0.5
+        return 1 / (1 + np.exp(-rng.normal(np.where(positive, 1.2, -1.2), 1.5))), positive
+
+    assured, held, plain = new_rows_held(objective, rows, 400)
+    assert assured >= 0.8 and held >= 0.85 and plain <= 0.7
+
+
+def test_a_precision_floor_the_model_never_reaches_is_not_assured_by_a_lucky_top():
+    """A model whose precision is under 0.78 at every cut-off: a 90% bound searched over every cut of a sample
+    passed 0.8 in 20% of 400-row samples (on a run of right answers at its top); over the fixed cut-offs at once,
+    in at most 10%."""
+    rng = np.random.default_rng(5)
+
+    def rows(n):
+        scores = rng.random(n)
+        return scores, rng.random(n) < 0.78 * scores ** 0.1
+
+    assured, held, _ = new_rows_held("recall@0.8", rows, 400)
+    assert assured <= 0.1 and held in (None, 0.0)
+
+
+def test_a_constraint_the_rows_cannot_assure_is_said_and_the_rows_best_cut_is_kept():
+    rng = np.random.default_rng(4)
+    positive = np.r_[np.ones(10, dtype=bool), np.zeros(30, dtype=bool)]   # 10 of 10 right: bound 0.1 ** 0.1 < 0.8
+    scores = np.clip(rng.normal(0.3 + 0.4 * positive, 0.15), 0.01, 0.99)
+    logits = np.log(np.c_[1 - scores, scores])
+    labels = positive.astype(int)
+    rule, report = fit_decision(logits, labels, SINGLE, options(decision="threshold", objective="precision@0.8",
+                                                                calibrate="none", confidence=0.9))
+    assert rule.thresholds == [round(best_threshold(scores, positive, "precision@0.8")[0], 6)]
+    assert any("the validation rows cannot assure recall >= 0.8 on new rows with 90% confidence" in n
+               for n in report["notes"])
+    assert rule.confidence == 0.9 and "precision@0.8, 90% confidence" in rule.describe()
+    bound = report["thresholds"]["assured"]["lower_bounds"][0]
+    assert bound == pytest.approx(constraint_bound(scores, positive, "precision@0.8", rule.thresholds[0], 0.9),
+                                  abs=1e-4) and bound < 0.8
+    more = np.repeat(logits, 10, axis=0), np.repeat(labels, 10)          # ten times the rows: assured
+    rule, report = fit_decision(*more, SINGLE, options(decision="threshold", objective="precision@0.8",
+                                                       calibrate="none", confidence=0.9))
+    assert not any("confidence" in n for n in report.get("notes", []))
+    assert report["thresholds"]["assured"]["lower_bounds"][0] >= 0.8
 
 
 def noisy_scores(n, rng):

@@ -115,6 +115,23 @@ def test_two_processes_apply_the_rule_identically(decided_run, tmp_path):
         assert float(a["prob_yes"]) == pytest.approx(float(b["prob_yes"]), abs=1e-5)
 
 
+def test_a_constraint_is_assured_with_the_asked_confidence_and_the_report_says_so(tiny_model, tmp_path):
+    train, dev = write_pairs(tmp_path / "train.csv", 200, 1), write_pairs(tmp_path / "dev.csv", 120, 2)
+    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=2, report=True), train_file=str(train),
+                                         validation_file=str(dev), output_dir=str(tmp_path / "run"),
+                                         decision="threshold", optimize_threshold_for="precision@0.7",
+                                         threshold_confidence=0.8))
+    t = results["decision"]["thresholds"]
+    (bound,) = t["assured"]["lower_bounds"]
+    assert t["assured"]["confidence"] == 0.8 and 0 < bound < 1
+    unassured = any("with 80% confidence" in n for n in results["decision"].get("notes", []))
+    assert unassured == (bound < 0.7)           # assured exactly when the recall's lower bound reaches 0.7
+    saved = json.loads((tmp_path / "run" / "model" / "tuneloop.json").read_text())["decision"]
+    assert saved["confidence"] == 0.8 and "(precision@0.7, 80% confidence)" in results["decision"]["rule"]
+    html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert f"With 80% confidence, recall on new rows like these is at least {bound:.3f}" in html
+
+
 def test_multi_label_gets_one_threshold_per_label(tiny_model, tmp_path):
     rng = random.Random(0)
     with open(tmp_path / "train.csv", "w", newline="") as f:

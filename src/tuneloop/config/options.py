@@ -176,6 +176,10 @@ class TrainConfig(DataOptions):
                                       "label), macro-f1, precision@R (the best precision at recall >= R) or "
                                       "recall@P (the best recall at precision >= P)", "decision",
                                       metavar="f1|macro-f1|precision@R|recall@P", resumable=True)
+    threshold_confidence: float = opt(0.9, "precision@R / recall@P: the cut-off whose recall / precision stays >= R / "
+                                      "P on new rows with this probability (a lower confidence bound on the "
+                                      "validation rows); 0: the best cut-off of those rows", "decision", metavar="C",
+                                      resumable=True)
     positive_label: Optional[str] = opt(None, "binary tasks: the class whose probability --decision threshold cuts and "
                                         "whose F1/precision/recall it optimises (default: the second label, e.g. 1 "
                                         "or `yes`)", "decision", metavar="LABEL", resumable=True)
@@ -281,18 +285,17 @@ class TrainConfig(DataOptions):
             from .. import extras
 
             need(extras.problem("lora") is None, "lora", extras.problem("lora") or "")
-        need(0 <= self.lora_dropout < 1, "lora_dropout", f"must be in [0, 1), got {self.lora_dropout}")
         if self.max_steps is not None:
             need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
         for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_epochs",
                      "setfit_batch_size"):
             need((value := getattr(self, name)) is None or value >= 1, name, f"must be at least 1, got {value}")
         need(self.setfit_iterations is None or self.setfit_iterations >= 1, "setfit_iterations", "must be at least 1")
-        need(self.dropout is None or 0 <= self.dropout < 1, "dropout", f"must be in [0, 1), got {self.dropout}")
+        for name in ("dropout", "lora_dropout", "warmup_ratio", "threshold_confidence"):
+            need((value := getattr(self, name)) is None or 0 <= value < 1, name, f"must be in [0, 1), got {value}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
         need(self.auto_budget > 0, "auto_budget", f"must be > 0 seconds, got {self.auto_budget}")
         need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
-        need(0 <= self.warmup_ratio < 1, "warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
         need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",
              "give either --warmup-steps or --warmup-ratio, not both")
         if self.max_grad_norm is not None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config.parsing import parse_objective
 from ..objective import Objective, objective_for
-from .rule import (TEMPERATURE_RANGE, DecisionRule, coverage_curve, ece, fit_temperature, fit_thresholds, nll,
-                   reliability)
+from .rule import (TEMPERATURE_RANGE, DecisionRule, constraint_bound, coverage_curve, ece, fit_temperature,
+                   fit_thresholds, nll, reliability)
 
 MIN_CROSS_FIT = 40
 MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
@@ -109,14 +110,34 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
         enough, refused = _thresholds_trusted(labels, problem, rule.positive, rows, options.get("names"))
         rule.notes += [refused] if refused else []
         if enough.any():
-            rule.thresholds, unreachable = fit_thresholds(rule.probabilities(logits), labels, problem,
-                                                          options["objective"], rule.positive, seed, enough)
-            if unreachable:
-                which = f" for labels {_named(unreachable, options.get('names'))}" if problem.multi_label else ""
-                rule.notes.append(f"--optimize-threshold-for: {options['objective']} cannot be reached on the "
-                                  f"{rows}{which}; the closest cut-off is used")
+            confidence = options.get("confidence", 0.0)
+            rule.thresholds, misses = fit_thresholds(rule.probabilities(logits), labels, problem,
+                                                     options["objective"], rule.positive, seed, enough, confidence)
+            rule.notes += _threshold_notes(misses, options, problem, rows)
             rule.objective = options["objective"]
+            if parse_objective(rule.objective)[0] in ("precision", "recall") and confidence > 0:
+                rule.confidence = confidence
     return rule
+
+
+def _threshold_notes(misses: dict, options: dict, problem: Objective, rows: str) -> list[str]:
+    """What fit_thresholds could not do, in words: an objective not reached, a constraint not assured."""
+    objective, notes = options["objective"], []
+
+    def which(columns):
+        return f" for labels {_named(columns, options.get('names'))}" if problem.multi_label else ""
+
+    if misses["unreachable"]:
+        notes.append(f"--optimize-threshold-for: {objective} cannot be reached on the {rows}"
+                     f"{which(misses['unreachable'])}; the closest cut-off is used")
+    if misses["unassured"]:
+        name, target = parse_objective(objective)
+        constraint = "recall" if name == "precision" else "precision"
+        notes.append(f"--optimize-threshold-for: {objective}: the {rows} cannot assure {constraint} >= {target:g} "
+                     f"on new rows with {options['confidence']:.0%} confidence (--threshold-confidence)"
+                     f"{which(misses['unassured'])}; the best cut-off meeting it on them is used, and new rows may "
+                     f"fall short (more rows, or a model further above {target:g}, would assure it)")
+    return notes
 
 
 def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,6 +212,11 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
                                 "positive": rule.positive,
                                 "at_default": _rounded(problem.decision_metrics(default, labels, rule.positive)),
                                 "at_tuned": _rounded(problem.decision_metrics(tuned, labels, rule.positive))}
+        if rule.confidence:            # the constraint's lower bound at each cut-off, on all the rows it was fitted on
+            columns = zip(problem.cut_scores(rule.probabilities(logits), rule.positive).T,
+                          problem.cut_targets(labels, rule.positive).T, rule.thresholds, strict=True)
+            report["thresholds"]["assured"] = {"confidence": rule.confidence, "lower_bounds": [
+                round(constraint_bound(s, y, rule.objective, cut, rule.confidence), 4) for s, y, cut in columns]}
     curve = coverage_curve(probs, labels, problem, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:

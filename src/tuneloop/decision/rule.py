@@ -45,6 +45,7 @@ class DecisionRule:
     thresholds: list[float] | None = None    # binary: [t] on the positive class; multi-label: one per label
     positive: int = 1                        # binary: the class whose probability the threshold cuts
     objective: str | None = None             # what the thresholds were chosen for
+    confidence: float | None = None          # precision@R / recall@P: the constraint held with this confidence
     abstain_below: float | None = None
     abstain_label: str = "abstain"
     fitted_on: str = ""                      # which rows the parts were fitted on, in words
@@ -73,7 +74,8 @@ class DecisionRule:
         parts = [f"temperature {self.temperature:.3g}"]
         if self.thresholds:
             cut = ", ".join(f"{t:.3g}" for t in self.thresholds)
-            parts.append(f"threshold{'s' if len(self.thresholds) > 1 else ''} {cut} ({self.objective})")
+            sure = f", {self.confidence:.0%} confidence" if self.confidence else ""
+            parts.append(f"threshold{'s' if len(self.thresholds) > 1 else ''} {cut} ({self.objective}{sure})")
         else:
             parts.append(self.problem.decision_text)
         if self.abstain_below is not None:
@@ -215,23 +217,103 @@ def bagged_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, s
     return (float(1 / (1 + np.exp(-np.median(cuts)))) if cuts else cut), met
 
 
+def lower_bound(successes: np.ndarray, trials: np.ndarray, confidence: float) -> np.ndarray:
+    """The one-sided Clopper-Pearson lower bound of a proportion: the rate of which `successes` of `trials` is at
+    least with probability `confidence` (0 for no successes)."""
+    from scipy.stats import beta
+
+    successes, trials = np.asarray(successes), np.asarray(trials)
+    bound = beta.ppf(1 - confidence, np.maximum(successes, 1), trials - successes + 1)
+    return np.where(successes > 0, bound, 0.0)
+
+
+def _constraint_counts(name: str, tp, fp, fn):
+    """(successes, trials) of a precision@R cut-off's constraint, the recall, or of recall@P's, the precision."""
+    return (tp, tp + fn) if name == "precision" else (tp, tp + fp)
+
+
+# recall@P's candidate cut-offs: fixed in advance (25, evenly spaced on the logit scale from 0.01 to 0.99), so that a
+# lower bound holding at all of them at once (Bonferroni: each at 1 - (1 - confidence) / 25) holds at the one chosen
+PRECISION_CUTS = 1 / (1 + np.exp(-np.linspace(-math.log(99), math.log(99), 25)))
+
+
+def _level(name: str, confidence: float) -> float:
+    """The confidence of each cut-off's bound: `confidence` for a recall floor (precision@R), Bonferroni's share of it
+    over PRECISION_CUTS for a precision floor (recall@P)."""
+    return confidence if name == "precision" else 1 - (1 - confidence) / len(PRECISION_CUTS)
+
+
+def assured_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, confidence: float
+                      ) -> tuple[float, str]:
+    """precision@R / recall@P: (cut-off, how it was chosen). The best precision (recall) among the cut-offs whose
+    constraint, the recall (precision), has a lower bound (lower_bound) of at least R (P) on these rows — "assured":
+    it holds on new rows like these with probability `confidence`. Without one (or with `confidence` 0),
+    best_threshold's: the best cut-off meeting the constraint on these rows ("rows"), else the closest ("unmet").
+
+    A recall floor is searched over every cut of these rows: the recall grows as the cut falls, so the assured
+    cut-offs are those below one edge, and that edge's bound is the bound of one cut-off. A precision floor is not
+    monotone: searched over every cut, a run of right answers at the top of some sample passes a bound it would not
+    pass on new rows (a few-shot MRPC model whose precision never reaches 0.8: "assured" in 7-22 of 100 draws, held
+    in none), so it is searched over the fixed PRECISION_CUTS with the bound at all of them at once (_level).
+    Measured: benchmarks/check_threshold_confidence.py."""
+    name, target = parse_objective(objective)
+    cut, met = best_threshold(scores, positive, objective)
+    if not met:
+        return cut, "unmet"
+    if confidence <= 0:
+        return cut, "rows"
+    scores, positive = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
+    if name == "precision":
+        cuts, tp, fp, fn, _ = _cut_table(scores, positive)
+    else:
+        cuts = PRECISION_CUTS[::-1]                       # highest first: ties go to the fewest positives
+        chosen = scores[:, None] >= cuts
+        tp, fp = (chosen & positive[:, None]).sum(0), (chosen & ~positive[:, None]).sum(0)
+        fn = positive.sum() - tp
+    assured = lower_bound(*_constraint_counts(name, tp, fp, fn), _level(name, confidence)) >= target - 1e-12
+    if not assured.any():
+        return cut, "rows"
+    goal = tp / np.maximum(tp + fp, 1) if name == "precision" else tp / np.maximum(tp + fn, 1)
+    return float(cuts[int(np.argmax(np.where(assured, goal, -1.0)))]), "assured"
+
+
+def constraint_bound(scores: np.ndarray, positive: np.ndarray, objective: str, cut: float,
+                     confidence: float) -> float:
+    """precision@R / recall@P: the lower bound of the constraint's rate at this cut-off on these rows, at the level
+    assured_threshold tests it at (_level)."""
+    name, _ = parse_objective(objective)
+    chosen, positive = np.asarray(scores) >= cut, np.asarray(positive, dtype=bool)
+    tp, fp, fn = (chosen & positive).sum(), (chosen & ~positive).sum(), (~chosen & positive).sum()
+    return float(lower_bound(*_constraint_counts(name, tp, fp, fn), _level(name, confidence)))
+
+
 def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, objective: str, positive: int = 1,
-                   seed: int = 0, tune: np.ndarray | None = None) -> tuple[list[float], list[int]]:
-    """Binary: [cut-off on the positive class]; multi-label: one per label (bagged_threshold's, its resamples
-    drawn with `seed`); a label whose `tune` is False keeps 0.5. Returns (thresholds, the columns whose objective
-    could not be reached on these rows: their closest cut-off is used)."""
-    unreachable, problem = [], objective_for(kind)
+                   seed: int = 0, tune: np.ndarray | None = None, confidence: float = 0.0
+                   ) -> tuple[list[float], dict[str, list[int]]]:
+    """Binary: [cut-off on the positive class]; multi-label: one per label (F1 / macro-F1: bagged_threshold's, its
+    resamples drawn with `seed`; precision@R / recall@P: assured_threshold's with `confidence`); a label whose `tune`
+    is False keeps 0.5. Returns (thresholds, misses): misses["unreachable"], the columns whose objective could not be
+    reached on these rows (their closest cut-off is used); misses["unassured"], those whose constraint is met on
+    these rows but not with `confidence` (the rows' best cut-off is used)."""
+    misses: dict[str, list[int]] = {"unreachable": [], "unassured": []}
+    problem, constrained = objective_for(kind), parse_objective(objective)[0] in ("precision", "recall")
     columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T, strict=True)
     cuts = []
     for k, (scores, positive) in enumerate(columns):
         if tune is not None and not tune[k]:
             cuts.append(0.5)
             continue
-        cut, met = bagged_threshold(scores, positive, objective, seed + k)
-        if not met:
-            unreachable.append(k)
+        if constrained:
+            cut, how = assured_threshold(scores, positive, objective, confidence)
+        else:
+            cut, met = bagged_threshold(scores, positive, objective, seed + k)
+            how = "assured" if met else "unmet"
+        if how == "unmet":
+            misses["unreachable"].append(k)
+        elif how == "rows" and confidence > 0:
+            misses["unassured"].append(k)
         cuts.append(round(cut, 6))
-    return cuts, unreachable
+    return cuts, misses
 
 
 def coverage_curve(probs: np.ndarray, labels: np.ndarray, kind: str | Objective, predictions: np.ndarray,

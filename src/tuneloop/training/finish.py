@@ -45,6 +45,7 @@ def fit_decision_rule(run, evaluation: Evaluation) -> tuple[DecisionRule | None,
     logits, labels, source = decision_rows(run, evaluation)
     names = run.data.labels.names
     options = {"calibrate": cfg.calibrate, "decision": cfg.decision, "objective": cfg.optimize_threshold_for,
+               "confidence": cfg.threshold_confidence,
                "abstain_below": cfg.abstain_below, "abstain_label": cfg.abstain_label,
                "positive": names.index(cfg.positive_label) if cfg.positive_label else 1, "rows": ROWS[source],
                "names": names}
