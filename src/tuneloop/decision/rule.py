@@ -253,9 +253,9 @@ def assured_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, 
     A recall floor is searched over every cut of these rows: the recall grows as the cut falls, so the assured
     cut-offs are those below one edge, and that edge's bound is the bound of one cut-off. A precision floor is not
     monotone: searched over every cut, a run of right answers at the top of some sample passes a bound it would not
-    pass on new rows (a few-shot MRPC model whose precision never reaches 0.8: "assured" in 7-22 of 100 draws, held
-    in none), so it is searched over the fixed PRECISION_CUTS with the bound at all of them at once (_level).
-    Measured: benchmarks/check_threshold_confidence.py."""
+    pass on new rows (tests/test_decision.py plants a model whose precision stays under 0.78: searched over every
+    cut, 0.8 was "assured" in 20% of 400-row samples), so it is searched over the fixed PRECISION_CUTS with the bound
+    at all of them at once (_level). Measured on trained models: benchmarks/check_threshold_confidence.py."""
     name, target = parse_objective(objective)
     cut, met = best_threshold(scores, positive, objective)
     if not met:
