@@ -193,6 +193,18 @@ def test_a_constraint_the_rows_cannot_assure_is_said_and_the_rows_best_cut_is_ke
     assert report["thresholds"]["assured"]["lower_bounds"][0] >= 0.8
 
 
+def test_multi_label_floors_are_assured_per_label_and_the_short_one_is_named():
+    rng = np.random.default_rng(2)
+    labels = np.c_[rng.random(600) < 0.5, np.r_[np.ones(10), np.zeros(590)]].astype(int)    # b: 10 positives
+    logits = rng.normal(2.5 * (2 * labels - 1), 1.5)
+    rule, report = fit_decision(logits, labels, MULTI, options(decision="threshold", objective="precision@0.8",
+                                                               calibrate="none", confidence=0.9, names=["a", "b"]))
+    bounds = report["thresholds"]["assured"]["lower_bounds"]
+    assert bounds[0] >= 0.8 > bounds[1]
+    assert any("cannot assure recall >= 0.8 on new rows with 90% confidence (--threshold-confidence) for labels b"
+               in n for n in report["notes"])
+
+
 def noisy_scores(n, rng):
     """Scores of a weak binary model (30% positive), rounded so that ties occur."""
     positive = rng.random(n) < 0.3
