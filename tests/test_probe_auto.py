@@ -190,6 +190,39 @@ def test_auto_replaces_the_stage_only_beyond_chance(monkeypatch, probe_right, fi
     assert out["candidates"]["probe"]["against_setfit"]["losses"] == 0
 
 
+def test_a_candidate_that_cannot_beat_the_stage_stops_and_the_choice_is_unchanged(monkeypatch):
+    """Fine-tuning's folds stop once, right on every row still to score, it would not beat the stage beyond chance:
+    over 60 random patterns of right rows, the same choice as the whole cross-validation, with fewer folds."""
+    from types import SimpleNamespace
+
+    from tuneloop.config.options import TrainConfig
+    from tuneloop.report.fmt import auto_text
+
+    rng, labels = np.random.default_rng(0), np.repeat([0, 1], 24)
+    table = SimpleNamespace(column_names=["input_ids"], select_columns=lambda columns: None)
+    stopped = 0
+    for _ in range(60):
+        right = {m: rng.random(48) < rng.uniform(0.4, 1.0) for m in choose.CANDIDATES}
+        calls = []
+        monkeypatch.setattr(choose, "fold_correct", lambda method, *a: calls.append(method) or right[method][a[-2]])
+        early = choose.cross_validate(TrainConfig(auto_budget=600), SimpleNamespace(train=table), None, None, None,
+                                      None, labels)
+        early_folds = calls.count("finetune")
+        with monkeypatch.context() as patched:
+            patched.setattr(choose, "out_of_reach", lambda *a, **k: None)
+            full = choose.cross_validate(TrainConfig(auto_budget=600), SimpleNamespace(train=table), None, None,
+                                         None, None, labels)
+        assert early["chosen"] == full["chosen"]
+        if "stopped" in early["candidates"]["finetune"]:
+            stopped += 1
+            assert early_folds < calls.count("finetune") - early_folds and full["chosen"] != "finetune"
+            assert "finetune stopped early (could not beat setfit beyond chance)" in auto_text(early)
+        else:
+            assert early["candidates"]["finetune"] == full["candidates"]["finetune"] | {
+                "seconds": early["candidates"]["finetune"]["seconds"]}
+    assert 10 <= stopped <= 50
+
+
 def test_the_folds_stage_makes_the_passes_the_run_will(monkeypatch):
     """A fold trains the contrastive stage with the passes the run will make on all its rows (16 binary rows: 9
     steps a pass, 12 passes), not the more its own fewer pairs would take."""

@@ -122,6 +122,8 @@ def auto_text(choice: dict) -> str:
     default = choice.get("default", "setfit")
 
     def one(m, c):
+        if "stopped" in c:
+            return f"{m} stopped early (could not beat {default} beyond chance)"
         if "accuracy" not in c:
             return f"{m} skipped ({c.get('skipped')})"
         test = c.get("against_" + default)

@@ -91,18 +91,26 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
             continue
         t0, correct, accuracies = time.perf_counter(), np.zeros(len(labels), dtype=bool), []
+        done, hopeless = np.zeros(len(labels), dtype=bool), out_of_reach(method, right, correct, done=None)
         for i, (train, held) in enumerate(folds):
+            if hopeless:
+                break
             correct[held] = fold_correct(method, config, data, tokenizer, accelerator, build_model, objective,
                                          inputs, labels, train, held, speed)
+            done[held] = True
             accuracies.append(float(correct[held].mean()))
             log.info(f"method auto: {method}, fold {i + 1} of {len(folds)}: {accuracies[-1]:.3f} of its held-out rows "
                      f"right ({time.perf_counter() - started:.0f} s of --auto-budget {config.auto_budget:g} s)")
             each = (time.perf_counter() - t0) / (i + 1)
             left = len(folds) - i - 1
+            hopeless = out_of_reach(method, right, correct, done) if left else None
             if method != "probe" and left and time.perf_counter() - started + left * each > config.auto_budget:
                 break                  # measured, not estimated: the folds left would not fit (the probe's are free)
         candidates[method] = {"seconds": round(time.perf_counter() - t0, 1)}
-        if len(accuracies) < len(folds):
+        if hopeless:
+            candidates[method].update(stopped=hopeless, folds=[round(a, 5) for a in accuracies])
+            log.info(f"method auto: {method} {hopeless}")
+        elif len(accuracies) < len(folds):
             candidates[method]["skipped"] = f"over --auto-budget after {len(accuracies)} of {len(folds)} folds"
         else:
             right[method] = correct
@@ -121,6 +129,24 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             "budget_s": config.auto_budget,
             "rule": f"{DEFAULT} unless a candidate is right on more held-out rows, sign test p < {ALPHA}",
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
+
+
+def out_of_reach(method: str, right: dict, correct: np.ndarray, done: np.ndarray | None) -> str | None:
+    """Why `method` can no longer replace the stage, or None: were it right on every held-out row still to score
+    (`done`: the rows scored so far; None: none), the sign test against the stage's rows (`right[DEFAULT]`) would
+    still not reach p < ALPHA. Its remaining folds would change nothing, so they are not trained: the choice is the
+    one the whole cross-validation would make. (A candidate scored before the stage has nothing to compare with.)"""
+    if method == DEFAULT or DEFAULT not in right:
+        return None
+    done = np.zeros(len(correct), dtype=bool) if done is None else done
+    best = np.where(done, correct, True)                # right on every row not scored yet
+    test = sign_test(best, right[DEFAULT])
+    if test["p"] < ALPHA:
+        return None
+    scored = int(done.sum())
+    return (f"stopped after {scored} of {len(done)} held-out rows: right on all the rest, it would still not beat "
+            f"{DEFAULT} beyond chance (at best {test['wins']} wins to {test['losses']}, p = {test['p']:.3g} >= "
+            f"{ALPHA}); the choice is unchanged")
 
 
 def sign_test(challenger: np.ndarray, incumbent: np.ndarray) -> dict:
