@@ -217,7 +217,9 @@ def run_tuneloop(method: str, train: list, data: dict, seed: int, model: str, wo
     if "auto" in result:                 # tuneloop-small under the small-data line: what auto chose, from what
         candidates = result["auto"].get("candidates", {})
         row["auto"] = {"chosen": result["auto"]["chosen"], "seconds": result["auto"].get("seconds"),
-                       "cv": {m: c.get("accuracy", "skipped") for m, c in candidates.items()},
+                       "cv": {m: c.get("accuracy", "stopped" if "stopped" in c else "skipped")
+                              for m, c in candidates.items()},
+                       "cv_seconds": {m: c.get("seconds") for m, c in candidates.items()},
                        "p_against_setfit": {m: c["against_setfit"]["p"] for m, c in candidates.items()
                                             if "against_setfit" in c}}
     return row

@@ -19,7 +19,9 @@ the best mean there picked at random; the test keeps the stage unless the eviden
 The choice keeps to --auto-budget seconds: the probe always runs (and times forward and backward over one training
 batch on this machine); a further candidate runs only if its estimated time (its steps × rows a step × the measured
 seconds a training row) still fits, and stops if, after a fold, the folds left would not fit at the pace measured;
-either is recorded as skipped (the stage not compared is kept). The choice, every candidate's fold scores, mean,
+either is recorded as skipped (the stage not compared is kept). A candidate scored after the stage stops its folds
+once it could not beat it beyond chance even right on every row left (out_of_reach: the choice is unchanged, only
+sooner). The choice, every candidate's fold scores, mean,
 seconds (or estimate) and its test against the stage are recorded in results.json ("auto") and said in the log;
 config.yaml records the method that ran, so a resumed run keeps it."""
 
