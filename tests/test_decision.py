@@ -11,7 +11,8 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from tuneloop.config.parsing import parse_objective
 from tuneloop.decision.fit import fit_decision
 from tuneloop.decision.rule import (MULTI, SINGLE, DecisionRule, assured_threshold, bagged_threshold, best_threshold,
-                                   constraint_bound, ece, fit_temperature, fit_thresholds, lower_bound, PRECISION_CUTS)
+                                   constraint_bound, ece, fit_temperature, fit_thresholds, lower_bound,
+                                   precision_cuts)
 
 
 def sample(n, k, temperature, seed=0):
@@ -102,7 +103,8 @@ def test_the_lower_bound_is_clopper_pearsons(successes, trials, confidence):
 @pytest.mark.parametrize("objective", ["precision@0.7", "recall@0.6"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_an_assured_cut_off_is_the_best_whose_bound_meets_the_target(objective, seed):
-    """precision@R: among every cut of the rows; recall@P: among the fixed PRECISION_CUTS, bounded at once."""
+    """precision@R: among every cut of the rows; recall@P: among the cut-offs flagging 10%, 20%, ... of the rows,
+    bounded at once."""
     rng = np.random.default_rng(seed)
     positive = rng.random(400) < 0.4
     scores = np.round(np.clip(rng.normal(0.35 + 0.3 * positive, 0.2), 0, 1), 2)      # ties on purpose
@@ -111,16 +113,25 @@ def test_an_assured_cut_off_is_the_best_whose_bound_meets_the_target(objective, 
     name, target = parse_objective(objective)
     goal = precision_score if name == "precision" else recall_score
     y = positive.astype(int)
-    candidates = [*np.unique(scores), np.inf] if name == "precision" else PRECISION_CUTS
+    candidates = [*np.unique(scores), np.inf] if name == "precision" else precision_cuts(scores)
     best = max(goal(y, (scores >= c).astype(int), zero_division=0) for c in candidates
                if constraint_bound(scores, positive, objective, c, 0.9) >= target)
     assert goal(y, (scores >= cut).astype(int), zero_division=0) == pytest.approx(best)
     assert constraint_bound(scores, positive, objective, cut, 0.9) >= target
-    assert name == "precision" or cut in PRECISION_CUTS
+    assert name == "precision" or cut in precision_cuts(scores)
     rows_cut, _ = best_threshold(scores, positive, objective)
     assert goal(y, (scores >= cut).astype(int), zero_division=0) <= goal(y, (scores >= rows_cut).astype(int),
                                                                          zero_division=0)
     assert assured_threshold(scores, positive, objective, 0.0) == (rows_cut, "rows")
+
+
+def test_the_precision_floors_cut_offs_flag_tenths_of_the_rows_from_the_scores_alone():
+    scores = np.random.default_rng(0).random(200)
+    cuts = precision_cuts(scores)
+    assert len(cuts) == 10 and (np.diff(cuts) < 0).all()
+    assert [int((scores >= c).sum()) for c in cuts] == list(range(20, 201, 20))
+    tied = np.repeat([0.9, 0.6, 0.3], [5, 5, 10])                 # ties: fewer distinct cut-offs, still ordered
+    assert [int((tied >= c).sum()) for c in precision_cuts(tied)] == [5, 10, 20]
 
 
 def new_rows_held(objective, make_rows, size, draws=200):
