@@ -193,7 +193,8 @@ def test_a_constraint_the_rows_cannot_assure_is_said_and_the_rows_best_cut_is_ke
     assert rule.thresholds == [round(best_threshold(scores, positive, "precision@0.8")[0], 6)]
     assert any("the validation rows cannot assure recall >= 0.8 on new rows with 90% confidence" in n
                for n in report["notes"])
-    assert rule.confidence == 0.9 and "precision@0.8, 90% confidence" in rule.describe()
+    assert rule.confidence is None and rule.describe().endswith("(precision@0.8)")      # not claimed
+    assert report["thresholds"]["assured"]["all"] is False
     bound = report["thresholds"]["assured"]["lower_bounds"][0]
     assert bound == pytest.approx(constraint_bound(scores, positive, "precision@0.8", rule.thresholds[0], 0.9),
                                   abs=1e-4) and bound < 0.8
@@ -201,7 +202,8 @@ def test_a_constraint_the_rows_cannot_assure_is_said_and_the_rows_best_cut_is_ke
     rule, report = fit_decision(*more, SINGLE, options(decision="threshold", objective="precision@0.8",
                                                        calibrate="none", confidence=0.9))
     assert not any("confidence" in n for n in report.get("notes", []))
-    assert report["thresholds"]["assured"]["lower_bounds"][0] >= 0.8
+    assert report["thresholds"]["assured"]["lower_bounds"][0] >= 0.8 and report["thresholds"]["assured"]["all"]
+    assert rule.confidence == 0.9 and "precision@0.8, 90% confidence" in rule.describe()
 
 
 def test_multi_label_floors_are_assured_per_label_and_the_short_one_is_named():

@@ -127,7 +127,11 @@ def test_a_constraint_is_assured_with_the_asked_confidence_and_the_report_says_s
     unassured = any("with 80% confidence" in n for n in results["decision"].get("notes", []))
     assert unassured == (bound < 0.7)           # assured exactly when the recall's lower bound reaches 0.7
     saved = json.loads((tmp_path / "run" / "model" / "tuneloop.json").read_text())["decision"]
-    assert saved["confidence"] == 0.8 and "(precision@0.7, 80% confidence)" in results["decision"]["rule"]
+    assert t["assured"]["all"] == (not unassured)
+    if unassured:                               # the rule does not claim what the rows could not assure
+        assert saved["confidence"] is None and "confidence" not in results["decision"]["rule"]
+    else:
+        assert saved["confidence"] == 0.8 and "(precision@0.7, 80% confidence)" in results["decision"]["rule"]
     html = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert f"With 80% confidence, recall on new rows like these is at least {bound:.3f}" in html
 

@@ -115,9 +115,14 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
                                                      options["objective"], rule.positive, seed, enough, confidence)
             rule.notes += _threshold_notes(misses, options, problem, rows)
             rule.objective = options["objective"]
-            if parse_objective(rule.objective)[0] in ("precision", "recall") and confidence > 0:
-                rule.confidence = confidence
+            if _assuring(rule.objective, confidence) and not any(misses.values()):
+                rule.confidence = confidence           # every tuned cut-off assured: the rule says so
     return rule
+
+
+def _assuring(objective: str, confidence: float) -> bool:
+    """Whether this objective's cut-offs are chosen with a confidence bound (precision@R / recall@P, confidence > 0)."""
+    return parse_objective(objective)[0] in ("precision", "recall") and confidence > 0
 
 
 def _threshold_notes(misses: dict, options: dict, problem: Objective, rows: str) -> list[str]:
@@ -212,11 +217,14 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
                                 "positive": rule.positive,
                                 "at_default": _rounded(problem.decision_metrics(default, labels, rule.positive)),
                                 "at_tuned": _rounded(problem.decision_metrics(tuned, labels, rule.positive))}
-        if rule.confidence:            # the constraint's lower bound at each cut-off, on all the rows it was fitted on
+        confidence = options.get("confidence", 0.0)
+        if _assuring(rule.objective, confidence):     # the constraint's lower bound at each cut-off, on all the rows
             columns = zip(problem.cut_scores(rule.probabilities(logits), rule.positive).T,
                           problem.cut_targets(labels, rule.positive).T, rule.thresholds, strict=True)
-            report["thresholds"]["assured"] = {"confidence": rule.confidence, "lower_bounds": [
-                round(constraint_bound(s, y, rule.objective, cut, rule.confidence), 4) for s, y, cut in columns]}
+            report["thresholds"]["assured"] = {"confidence": confidence, "all": rule.confidence is not None,
+                                               "lower_bounds": [round(constraint_bound(s, y, rule.objective, cut,
+                                                                                       confidence), 4)
+                                                                for s, y, cut in columns]}
     curve = coverage_curve(probs, labels, problem, tuned)
     report["abstain"] = {"level": rule.abstain_below, "label": rule.abstain_label, "curve": curve}
     if rule.abstain_below is not None:
