@@ -218,6 +218,20 @@ def test_multi_label_floors_are_assured_per_label_and_the_short_one_is_named():
                in n for n in report["notes"])
 
 
+def test_evaluating_a_floor_rule_reports_the_precision_and_recall_of_its_decisions():
+    from tuneloop.decision.fit import decided_metrics
+
+    logits, labels = sample(300, 2, 1.0, seed=3)
+    rule, _ = fit_decision(logits, labels, SINGLE, options(decision="threshold", objective="precision@0.7",
+                                                            calibrate="none", confidence=0.9))
+    out = decided_metrics(rule, ["accuracy"], logits, labels)
+    predicted = rule.predictions(logits)
+    assert out["recall"] == pytest.approx(recall_score(labels, predicted))
+    assert out["precision"] == pytest.approx(precision_score(labels, predicted))
+    f1_rule, _ = fit_decision(logits, labels, SINGLE, options(decision="threshold", calibrate="none"))
+    assert "recall" not in decided_metrics(f1_rule, ["accuracy"], logits, labels)     # only for a floor
+
+
 def noisy_scores(n, rng):
     """Scores of a weak binary model (30% positive), rounded so that ties occur."""
     positive = rng.random(n) < 0.3

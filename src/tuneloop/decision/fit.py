@@ -242,13 +242,19 @@ def _rounded(d: dict) -> dict:
 def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.ndarray) -> dict:
     """An evaluation's metrics under the rule (`tuneloop evaluate` on a model that has one): the task's metrics of
     its decisions, the loss (NLL) and ECE of its probabilities, and with an abstain level the coverage and the
-    accuracy (multi-label: exact match) on the rows it answers."""
+    accuracy (multi-label: exact match) on the rows it answers. A precision@R / recall@P rule adds the precision and
+    recall of its decisions (of the positive class; multi-label: micro), so that its floor can be checked on these
+    rows."""
     from ..evaluation.metrics import compute
 
     problem = rule.problem
     probs = rule.probabilities(logits)
     out = compute(names, rule.decision_logits(logits), labels, problem)
     out.update(loss=nll(probs, labels, problem), ece=ece(probs, labels, problem), num_samples=len(labels))
+    if rule.thresholds and rule.objective and parse_objective(rule.objective)[0] in ("precision", "recall"):
+        decided = problem.decision_metrics(rule.predictions(logits), labels, rule.positive)
+        out.update({k: float(decided[k + suffix]) for k in ("precision", "recall")
+                    for suffix in ("", "_micro") if k + suffix in decided})
     if rule.abstain_below is not None:
         level, coverage, accuracy = coverage_curve(probs, labels, problem, rule.predictions(logits),
                                                    (rule.abstain_below,))[0]
