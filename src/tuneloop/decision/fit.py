@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config.parsing import parse_objective
 from ..objective import Objective, objective_for
 from .rule import (TEMPERATURE_RANGE, DecisionRule, constraint_bound, coverage_curve, ece, fit_temperature,
-                   fit_thresholds, nll, reliability)
+                   fit_thresholds, floor_of, nll, reliability)
 
 MIN_CROSS_FIT = 40
 MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
@@ -122,7 +121,7 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
 
 def _assuring(objective: str, confidence: float) -> bool:
     """Whether this objective's cut-offs are chosen with a confidence bound (precision@R / recall@P, confidence > 0)."""
-    return parse_objective(objective)[0] in ("precision", "recall") and confidence > 0
+    return floor_of(objective) is not None and confidence > 0
 
 
 def _threshold_notes(misses: dict, options: dict, problem: Objective, rows: str) -> list[str]:
@@ -136,8 +135,7 @@ def _threshold_notes(misses: dict, options: dict, problem: Objective, rows: str)
         notes.append(f"--optimize-threshold-for: {objective} cannot be reached on the {rows}"
                      f"{which(misses['unreachable'])}; the closest cut-off is used")
     if misses["unassured"]:
-        name, target = parse_objective(objective)
-        constraint = "recall" if name == "precision" else "precision"
+        constraint, target = floor_of(objective)
         notes.append(f"--optimize-threshold-for: {objective}: the {rows} cannot assure {constraint} >= {target:g} "
                      f"on new rows with {options['confidence']:.0%} confidence (--threshold-confidence)"
                      f"{which(misses['unassured'])}; the best cut-off meeting it on them is used, and new rows may "
@@ -221,7 +219,9 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
         if _assuring(rule.objective, confidence):     # the constraint's lower bound at each cut-off, on all the rows
             columns = zip(problem.cut_scores(rule.probabilities(logits), rule.positive).T,
                           problem.cut_targets(labels, rule.positive).T, rule.thresholds, strict=True)
-            report["thresholds"]["assured"] = {"confidence": confidence, "all": rule.confidence is not None,
+            floor, target = floor_of(rule.objective)
+            report["thresholds"]["assured"] = {"floor": floor, "target": target, "confidence": confidence,
+                                               "all": rule.confidence is not None,
                                                "lower_bounds": [round(constraint_bound(s, y, rule.objective, cut,
                                                                                        confidence), 4)
                                                                 for s, y, cut in columns]}
@@ -251,7 +251,7 @@ def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.nd
     probs = rule.probabilities(logits)
     out = compute(names, rule.decision_logits(logits), labels, problem)
     out.update(loss=nll(probs, labels, problem), ece=ece(probs, labels, problem), num_samples=len(labels))
-    if rule.thresholds and rule.objective and parse_objective(rule.objective)[0] in ("precision", "recall"):
+    if rule.thresholds and floor_of(rule.objective):
         decided = problem.decision_metrics(rule.predictions(logits), labels, rule.positive)
         out.update({k: float(decided[k + suffix]) for k in ("precision", "recall")
                     for suffix in ("", "_micro") if k + suffix in decided})

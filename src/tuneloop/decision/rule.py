@@ -203,8 +203,8 @@ def bagged_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, s
     jagged near its top, so the best cut of one sample moves with every row it holds; the median of many
     resamples' best cuts moves less. On rows no cut was fitted on (benchmarks/check_threshold_bagging.py: six binary
     models, 40-200 validation rows) it scored a higher F1 / macro-F1 than the one best cut in 69 of 72 cells, by
-    0.003 on average. A precision@R / recall@P cut-off is the edge of a constraint, not the top of a curve, and
-    stays the best cut of these rows."""
+    0.003 on average. A precision@R / recall@P cut-off is the edge of a constraint, not the top of a curve: for
+    those this is best_threshold's (fit_thresholds takes theirs from assured_threshold)."""
     scores, positive = np.asarray(scores, dtype=np.float64), np.asarray(positive, dtype=bool)
     cut, met = best_threshold(scores, positive, objective)
     if parse_objective(objective)[0] not in ("f1", "macro-f1") or not 0 < positive.sum() < len(positive):
@@ -225,6 +225,15 @@ def lower_bound(successes: np.ndarray, trials: np.ndarray, confidence: float) ->
     successes, trials = np.asarray(successes), np.asarray(trials)
     bound = beta.ppf(1 - confidence, np.maximum(successes, 1), trials - successes + 1)
     return np.where(successes > 0, bound, 0.0)
+
+
+def floor_of(objective: str | None) -> tuple[str, float] | None:
+    """precision@R / recall@P: (the metric held as a floor, its target), recall and R / precision and P; None for
+    the other objectives (F1, macro-F1: no floor)."""
+    if not objective:
+        return None
+    name, target = parse_objective(objective)
+    return {"precision": ("recall", target), "recall": ("precision", target)}.get(name)
 
 
 def _constraint_counts(name: str, tp, fp, fn):
@@ -310,7 +319,7 @@ def fit_thresholds(probs: np.ndarray, labels: np.ndarray, kind: str | Objective,
     reached on these rows (their closest cut-off is used); misses["unassured"], those whose constraint is met on
     these rows but not with `confidence` (the rows' best cut-off is used)."""
     misses: dict[str, list[int]] = {"unreachable": [], "unassured": []}
-    problem, constrained = objective_for(kind), parse_objective(objective)[0] in ("precision", "recall")
+    problem, constrained = objective_for(kind), floor_of(objective) is not None
     columns = zip(problem.cut_scores(probs, positive).T, problem.cut_targets(labels, positive).T, strict=True)
     cuts = []
     for k, (scores, positive) in enumerate(columns):

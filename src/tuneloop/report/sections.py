@@ -41,13 +41,12 @@ def decision_section(run: Run, plots: list) -> list[str]:
         parts += [f"<h3>Thresholds for {_esc(t['objective'])}: {', '.join(f'{v:.3g}' for v in t['values'])}</h3>",
                   _table([(k, t["at_default"][k], t["at_tuned"].get(k)) for k in t["at_default"]],
                          header=("metric", "default cut-off", "tuned cut-off"))]
-        if "assured" in t:          # precision@R / recall@P: the constraint's lower confidence bound at the cut-off
-            name, target = t["objective"].split("@")
-            bounds = ", ".join(f"{b:.3f}" for b in t["assured"]["lower_bounds"])
-            parts.append(f"<p>With {t['assured']['confidence']:.0%} confidence, "
-                         f"{'recall' if name == 'precision' else 'precision'} on new rows like these is at least "
-                         f"{_esc(bounds)} at the cut-off (asked: {_esc(target)}; a lower bound from the rows it was "
-                         "fitted on, <code>--threshold-confidence</code>).</p>")
+        if "assured" in t:          # precision@R / recall@P: the floor's lower confidence bound at the cut-off
+            a = t["assured"]
+            bounds = ", ".join(f"{b:.3f}" for b in a["lower_bounds"])
+            parts.append(f"<p>With {a['confidence']:.0%} confidence, {_esc(a['floor'])} on new rows like these is at "
+                         f"least {_esc(bounds)} at the cut-off (asked: {a['target']:g}; a lower bound from the rows it "
+                         "was fitted on, <code>--threshold-confidence</code>).</p>")
     for note in d.get("notes", []):
         parts.append(f'<div class="note warn">{_esc(note)}</div>')
     a = d["abstain"]

@@ -93,7 +93,8 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
             continue
         t0, correct, accuracies = time.perf_counter(), np.zeros(len(labels), dtype=bool), []
-        done, hopeless = np.zeros(len(labels), dtype=bool), out_of_reach(method, right, correct, done=None)
+        done = np.zeros(len(labels), dtype=bool)
+        hopeless = out_of_reach(method, right, correct, done)
         for i, (train, held) in enumerate(folds):
             if hopeless:
                 break
@@ -133,14 +134,13 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
 
 
-def out_of_reach(method: str, right: dict, correct: np.ndarray, done: np.ndarray | None) -> str | None:
+def out_of_reach(method: str, right: dict, correct: np.ndarray, done: np.ndarray) -> str | None:
     """Why `method` can no longer replace the stage, or None: were it right on every held-out row still to score
-    (`done`: the rows scored so far; None: none), the sign test against the stage's rows (`right[DEFAULT]`) would
+    (`done`: the rows scored so far), the sign test against the stage's rows (`right[DEFAULT]`) would
     still not reach p < ALPHA. Its remaining folds would change nothing, so they are not trained: the choice is the
     one the whole cross-validation would make. (A candidate scored before the stage has nothing to compare with.)"""
     if method == DEFAULT or DEFAULT not in right:
         return None
-    done = np.zeros(len(correct), dtype=bool) if done is None else done
     best = np.where(done, correct, True)                # right on every row not scored yet
     test = sign_test(best, right[DEFAULT])
     if test["p"] < ALPHA:
