@@ -34,6 +34,25 @@ from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
 
 
+def add_model_options(p) -> None:
+    """--held-rows, --seed, --data-dir, --data-packages: what model_logits' models are trained and scored from."""
+    p.add_argument("--held-rows", type=int, default=3000, help="rows a model is scored on, at most")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
+    p.add_argument("--data-packages", default=DATA_PACKAGES, help="as bench_small_data.py's")
+
+
+def checked_models(p, args, also: tuple = ()) -> tuple[dict, str]:
+    """(the data builders, the embedded model's path); p.error for a --models entry that is neither
+    SET:METHOD:PER_CLASS with a known SET nor one of `also`."""
+    builders, model = data_builders(args.data_dir, args.data_packages), str(default_model())
+    bad = [s for s in args.models if s not in also and (len(s.split(":")) != 3 or s.split(":")[0] not in builders)]
+    if bad:
+        p.error(f"--models {' '.join(bad)}: {''.join(a + ' or ' for a in also)}SET:METHOD:PER_CLASS with SET one of "
+                f"{', '.join(builders)}")
+    return builders, model
+
+
 def model_logits(spec: str, builders: dict, model: str, seed: int, held_rows: int) -> dict:
     """Train `SET:METHOD:PER_CLASS` and return its raw logits and labels on rows it did not train on."""
     name, method, per_class = spec.split(":")
@@ -92,19 +111,13 @@ def main(argv=None) -> int:
                    help="SET:METHOD:PER_CLASS (bench_small_data.py's sets; METHOD a tuneloop --method)")
     p.add_argument("--sizes", nargs="+", type=int, default=[100, 200, 400], help="validation rows a draw")
     p.add_argument("--draws", type=int, default=200)
-    p.add_argument("--held-rows", type=int, default=3000, help="rows a model is scored on, at most")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
-    p.add_argument("--data-packages", default=DATA_PACKAGES, help="as bench_small_data.py's")
+    add_model_options(p)
     p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-"
                                                "calibration-guard.json), written after each model")
     p.add_argument("--resume", default=None, metavar="JSON", help="an earlier run's results: its models are kept "
                                                                    "and not run again")
     args = p.parse_args(argv)
-    builders, model = data_builders(args.data_dir, args.data_packages), str(default_model())
-    bad = [s for s in args.models if len(s.split(":")) != 3 or s.split(":")[0] not in builders]
-    if bad:
-        p.error(f"--models {' '.join(bad)}: SET:METHOD:PER_CLASS with SET one of {', '.join(builders)}")
+    builders, model = checked_models(p, args)
     machine, date = machine_info(), dt.date.today().isoformat()
     out = args.out or default_out(date, machine, "-calibration-guard")
     result = {"benchmark": "the calibration guard against always applying the fitted temperature, on held-out rows",

@@ -34,10 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _debtags import write_debtags  # noqa: E402
-from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
-from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
-from check_calibration_guard import model_logits  # noqa: E402
+from check_calibration_guard import add_model_options, checked_models, model_logits  # noqa: E402
 
 OBJECTIVES = ("f1", "macro-f1")
 SINGLE, MULTI = "single_label_classification", "multi_label_classification"
@@ -139,17 +137,11 @@ def main(argv=None) -> int:
     p.add_argument("--draws", type=int, default=150)
     p.add_argument("--prevalence", type=float, default=0.1, help="binary sets: also scored with positives thinned "
                                                                   "to this share of the rows")
-    p.add_argument("--held-rows", type=int, default=3000, help="rows a model is scored on, at most")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
-    p.add_argument("--data-packages", default=DATA_PACKAGES, help="as bench_small_data.py's")
+    add_model_options(p)
     p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-"
                                                "threshold-bagging.json), written after each model")
     args = p.parse_args(argv)
-    builders, model = data_builders(args.data_dir, args.data_packages), str(default_model())
-    bad = [s for s in args.models if s != "debtags" and (len(s.split(":")) != 3 or s.split(":")[0] not in builders)]
-    if bad:
-        p.error(f"--models {' '.join(bad)}: debtags or SET:METHOD:PER_CLASS with SET one of {', '.join(builders)}")
+    builders, model = checked_models(p, args, also=("debtags",))
     machine, date = machine_info(), dt.date.today().isoformat()
     out = args.out or default_out(date, machine, "-threshold-bagging")
     result = {"benchmark": "tuned cut-offs on rows they were not fitted on: bagged (as shipped) against the one "

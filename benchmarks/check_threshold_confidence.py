@@ -28,10 +28,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from _fewshot_sets import DATA_PACKAGES, data_builders  # noqa: E402
-from _mrpc import DEFAULT_DATA_DIR, default_model  # noqa: E402
 from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
-from check_calibration_guard import model_logits  # noqa: E402
+from check_calibration_guard import add_model_options, checked_models, model_logits  # noqa: E402
 from check_threshold_bagging import thinned  # noqa: E402
 
 SINGLE = "single_label_classification"
@@ -110,19 +108,13 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", nargs="+", type=int, default=[100, 200, 400], help="validation rows a draw")
     p.add_argument("--draws", type=int, default=100)
     p.add_argument("--prevalence", type=float, default=0.1, help="also scored with positives thinned to this share")
-    p.add_argument("--held-rows", type=int, default=3000, help="rows a model is scored on, at most")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--data-dir", default=DEFAULT_DATA_DIR, help="GLUE MRPC folder")
-    p.add_argument("--data-packages", default=DATA_PACKAGES, help="as bench_small_data.py's")
+    add_model_options(p)
     p.add_argument("--cache", default=None, help="a folder keeping each model's logits (SPEC-seed-rows.npz): a run "
                                                  "with the same models, seed and --held-rows reuses them")
     p.add_argument("--out", default=None, help="results JSON (default: benchmarks/results/<date>-<machine>-"
                                                "threshold-confidence.json), written after each model")
     args = p.parse_args(argv)
-    builders, model = data_builders(args.data_dir, args.data_packages), str(default_model())
-    bad = [s for s in args.models if len(s.split(":")) != 3 or s.split(":")[0] not in builders]
-    if bad:
-        p.error(f"--models {' '.join(bad)}: SET:METHOD:PER_CLASS with SET one of {', '.join(builders)}")
+    builders, model = checked_models(p, args)
     machine, date = machine_info(), dt.date.today().isoformat()
     out = args.out or default_out(date, machine, "-threshold-confidence")
     result = {"benchmark": "precision@R / recall@P cut-offs on rows they were not fitted on: assured with a lower "
