@@ -104,7 +104,7 @@ def test_the_lower_bound_is_clopper_pearsons(successes, trials, confidence):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_an_assured_cut_off_is_the_best_whose_bound_meets_the_target(objective, seed):
     """precision@R: among every cut of the rows; recall@P: among the cut-offs flagging 10%, 20%, ... of the rows,
-    bounded at once."""
+    tested in that order up to the first whose bound falls short."""
     rng = np.random.default_rng(seed)
     positive = rng.random(400) < 0.4
     scores = np.round(np.clip(rng.normal(0.35 + 0.3 * positive, 0.2), 0, 1), 2)      # ties on purpose
@@ -113,9 +113,13 @@ def test_an_assured_cut_off_is_the_best_whose_bound_meets_the_target(objective, 
     name, target = parse_objective(objective)
     goal = precision_score if name == "precision" else recall_score
     y = positive.astype(int)
-    candidates = [*np.unique(scores), np.inf] if name == "precision" else precision_cuts(scores)
-    best = max(goal(y, (scores >= c).astype(int), zero_division=0) for c in candidates
-               if constraint_bound(scores, positive, objective, c, 0.9) >= target)
+    if name == "precision":
+        candidates = [c for c in [*np.unique(scores), np.inf] if constraint_bound(scores, positive, objective, c, 0.9)
+                      >= target]
+    else:
+        candidates = list(itertools.takewhile(lambda c: constraint_bound(scores, positive, objective, c, 0.9)
+                                              >= target, precision_cuts(scores)))
+    best = max(goal(y, (scores >= c).astype(int), zero_division=0) for c in candidates)
     assert goal(y, (scores >= cut).astype(int), zero_division=0) == pytest.approx(best)
     assert constraint_bound(scores, positive, objective, cut, 0.9) >= target
     assert name == "precision" or cut in precision_cuts(scores)
@@ -132,6 +136,25 @@ def test_the_precision_floors_cut_offs_flag_tenths_of_the_rows_from_the_scores_a
     assert [int((scores >= c).sum()) for c in cuts] == list(range(20, 201, 20))
     tied = np.repeat([0.9, 0.6, 0.3], [5, 5, 10])                 # ties: fewer distinct cut-offs, still ordered
     assert [int((tied >= c).sum()) for c in precision_cuts(tied)] == [5, 10, 20]
+
+
+def test_a_precision_floor_is_tested_fewest_flagged_first_and_stops_at_the_first_short_bound():
+    """The fixed sequence: a cut-off whose count is too small to pass even with every row right is left out; the
+    others are tested in order, each at the full confidence, and a cut-off after one that falls short is not taken
+    even when its own bound passes."""
+    scores = np.linspace(1, 0, 200, endpoint=False)                  # 20 rows a tenth, highest first
+    positive = np.ones(200, dtype=bool)
+    positive[20:40] = np.arange(20) % 4 != 0                         # tenth 2: 15 of 20 right
+    positive[60:] = False                                            # from tenth 4 on: none
+    # tenths 1-3 flagged: 20/20 (bound 0.891), 35/40 (0.79), 55/60 (0.862): 0.8 fails at the second
+    bounds = [constraint_bound(scores, positive, "recall@0.8", c, 0.9) for c in precision_cuts(scores)[:3]]
+    assert bounds[0] >= 0.8 > bounds[1] and bounds[2] >= 0.8
+    cut, how = assured_threshold(scores, positive, "recall@0.8", 0.9)
+    assert how == "assured" and int((scores >= cut).sum()) == 20          # not the third tenth
+    few = np.linspace(1, 0, 100, endpoint=False), np.arange(100) < 25         # 10 rows a tenth, the top 25 right
+    assert float(lower_bound(10, 10, 0.9)) < 0.8 <= float(lower_bound(20, 20, 0.9))
+    cut, how = assured_threshold(*few, "recall@0.8", 0.9)
+    assert how == "assured" and int((few[0] >= cut).sum()) == 20     # tenth 1 left out, not a failure that stops
 
 
 def new_rows_held(objective, make_rows, size, draws=200):
@@ -170,8 +193,8 @@ def test_an_assured_constraint_holds_on_new_rows_where_the_rows_best_cut_often_d
 
 def test_a_precision_floor_the_model_never_reaches_is_not_assured_by_a_lucky_top():
     """A model whose precision is under 0.78 at every cut-off: a 90% bound searched over every cut of a sample
-    passed 0.8 in 20% of 400-row samples (on a run of right answers at its top); over the fixed cut-offs at once,
-    in at most 10%."""
+    passed 0.8 in 20% of 400-row samples (on a run of right answers at its top); the fixed sequence of cut-offs keeps
+    any false "assured" to at most 1 - 0.9 of the samples."""
     rng = np.random.default_rng(5)
 
     def rows(n):
