@@ -303,3 +303,29 @@ def test_the_probes_out_of_fold_logits_are_heads_that_never_saw_those_rows(class
         assert np.allclose(probabilities[held], expected.predict_proba(features[held]), atol=1e-6)
     assert (same == labels).all()
     assert head_fit.out_of_fold(features[:4], labels[:4], objective, True, 7) is None    # a class of 1-2 rows
+
+
+@pytest.mark.parametrize("classes", [2, 4])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_the_cross_validation_scores_the_head_the_run_would_fit(classes, with_bias):
+    """auto's folds predict with head_fit.fit_head's weight and bias, the head the run saves: a logistic regression
+    with an intercept, or without one where the model's head has no bias (a decoder's score)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from types import SimpleNamespace
+
+    from tuneloop.objective import objective_for
+
+    rng = np.random.default_rng(classes)
+    x = rng.uniform(0, classes, 60)
+    labels = x.astype(int)                                   # classes by where x falls: an intercept is needed
+    features = np.c_[x, 0.1 * rng.normal(size=(60, 3))]
+    objective = objective_for(SimpleNamespace(problem_type="single_label_classification", num_labels=classes))
+    train, held = np.arange(40), np.arange(40, 60)
+    right = choose.head_correct(features, with_bias, objective, labels, train, held, seed=3)
+    plain = LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=3).fit(features[train],
+                                                                                           labels[train])
+    assert (right == (plain.predict(features[held]) == labels[held])).all()
+    other = LogisticRegression(max_iter=1000, fit_intercept=not with_bias, random_state=3).fit(features[train],
+                                                                                               labels[train])
+    assert (other.predict(features[held]) != plain.predict(features[held])).any()    # the bias choice shows

@@ -41,7 +41,7 @@ from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
 from ..runtime.process import random_states
 from . import contrastive, small_data
-from .head_fit import folds_of
+from .head_fit import fit_head, folds_of
 from .step import AccelerateStep
 
 log = logging.getLogger("tuneloop")
@@ -170,14 +170,14 @@ def fold_correct(method, config, data, tokenizer, accelerator, build_model, obje
     set_seed(config.seed)
     if method == "finetune":
         return finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held)
-    features = speed.get("probe") if method == "probe" else None
-    if features is None:
-        features, per_row = fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
-                                          train)
+    embedded = speed.get("probe") if method == "probe" else None
+    if embedded is None:
+        *embedded, per_row = fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
+                                           train)
         speed.setdefault("row", per_row)
         if method == "probe":
-            speed["probe"] = features
-    return head_correct(features, labels, train, held, config.seed)
+            speed["probe"] = embedded
+    return head_correct(*embedded, objective, labels, train, held, config.seed)
 
 
 def estimated_seconds(method: str, config, data, folds, per_row: float) -> float:
@@ -194,9 +194,10 @@ def estimated_seconds(method: str, config, data, folds, per_row: float) -> float
 
 
 def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
-                  train) -> tuple[np.ndarray, float]:
+                  train) -> tuple[np.ndarray, bool, float]:
     """(every training row's embedding after the candidate's body training on the fold's rows — none for the
-    probe —, the seconds a training row takes here: forward and backward over one batch, timed once warm)."""
+    probe —, whether the model's head has a bias, the seconds a training row takes here: forward and backward over
+    one batch, timed once warm)."""
     cfg = config.replace(method=method)
     model = build_model(cfg).to(accelerator.device)
     head = contrastive.head_linear(model, model.config.num_labels)
@@ -206,7 +207,7 @@ def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_
         contrastive.train_body(model, head, embed, inputs.select(train), labels[train], cfg.replace(quiet=True),
                                accelerator, lambda: 0)
     features = contrastive.embeddings(model, embed, inputs, cfg.eval_batch_size)
-    return features, seconds_a_training_row(model, embed, inputs, cfg.batch_size)
+    return features, head.bias is not None, seconds_a_training_row(model, embed, inputs, cfg.batch_size)
 
 
 def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
@@ -221,11 +222,11 @@ def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
     return (time.perf_counter() - t0) / len(rows)
 
 
-def head_correct(features, labels, train, held, seed: int) -> np.ndarray:
-    from sklearn.linear_model import LogisticRegression
-
-    fitted = LogisticRegression(max_iter=1000, random_state=seed).fit(features[train], labels[train])
-    return fitted.predict(features[held]) == labels[held]
+def head_correct(features, with_bias: bool, objective, labels, train, held, seed: int) -> np.ndarray:
+    """Whether the head the run would fit (head_fit.fit_head: with or without a bias, as the model's head) on the
+    fold's training rows gets each held-out row right."""
+    fitted = fit_head(features[train], labels[train], objective, with_bias, seed)
+    return (features[held] @ fitted["weight"].T + fitted["bias"]).argmax(1) == labels[held]
 
 
 def finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held) -> np.ndarray:
