@@ -68,3 +68,26 @@ def test_a_collapsed_evaluation_is_said_at_each_evaluation_and_in_the_report(tin
     warnings = [line for line in capfd.readouterr().err.splitlines() if "collapsed to one class" in line]
     assert len(warnings) == 2 and warnings[0].startswith("step 5: the model predicts")   # each epoch's evaluation
     assert "Collapsed: the model predicts" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_texts_without_a_word_of_two_characters_get_the_character_baseline(tiny_model, tmp_path):
+    """scikit-learn's word tokens need two characters: rows of single letters and digits have none, and the word
+    vectorizer's "empty vocabulary" used to end the run after training. The character n-grams still score."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from tuneloop.evaluation.baseline import CHARS_ONLY
+
+    rng = random.Random(3)
+    texts = [" ".join(rng.choice("abc" if i % 2 else "xyz9") for _ in range(4)) for i in range(40)]
+    frame = pd.DataFrame({"text": texts, "label": ["first" if i % 2 else "second" for i in range(40)]})
+    result = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=frame[:30],
+                            validation=frame[30:], output_dir=str(tmp_path / "run"))
+    assert result["baseline"]["method"] == CHARS_ONLY
+    chars = make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True),
+                          LogisticRegression(max_iter=1000, C=4.0, random_state=0)).fit(frame.text[:30],
+                                                                                        frame.label[:30])
+    expected = float((chars.predict(frame.text[30:]) == frame.label[30:]).mean())
+    assert result["baseline"]["eval"]["accuracy"] == pytest.approx(expected, abs=1e-6) and expected == 1.0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["baseline"] == result["baseline"]

@@ -6,6 +6,7 @@ are joined into one text (a bag of words cannot compare two texts: on pair tasks
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
@@ -15,6 +16,9 @@ from ..objective import MultiLabel, Objective, Regression, SingleLabel, objectiv
 from .metrics import compute
 
 METHOD = "tfidf word 1-2 + char 2-5 grams, logistic regression"
+CHARS_ONLY = "tfidf char 2-5 grams, logistic regression (no word of 2 or more characters in the training rows)"
+log = logging.getLogger("tuneloop")
+
 MAX_FEATURES = 200_000       # per n-gram kind: bounds memory on large data sets
 
 
@@ -30,17 +34,18 @@ def _targets(table, encoder: LabelEncoder) -> np.ndarray:
     return np.asarray([encoder(raw, pos) for raw, pos in zip(columns["label"], columns["pos"], strict=True)])
 
 
-def baseline_model(objective: str | Objective, seed: int):
+def baseline_model(objective: str | Objective, seed: int, words: bool = True):
     """The unfitted scikit-learn pipeline of the baseline for this kind of problem (the Objective or its name; also
-    what benchmarks/bench_small_data.py scores as TF-IDF)."""
+    what benchmarks/bench_small_data.py scores as TF-IDF); `words=False`: the character n-grams alone."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.multiclass import OneVsRestClassifier
     from sklearn.pipeline import make_pipeline, make_union
 
+    chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, max_features=MAX_FEATURES)
     features = make_union(
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1, max_features=MAX_FEATURES),
-        TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True, max_features=MAX_FEATURES))
+        chars) if words else chars
     heads = {Regression: lambda: Ridge(alpha=1.0),
              MultiLabel: lambda: OneVsRestClassifier(LogisticRegression(max_iter=1000, random_state=seed)),
              SingleLabel: lambda: LogisticRegression(max_iter=1000, C=4.0, random_state=seed)}
@@ -72,7 +77,9 @@ LOGITS = {Regression: _scores, MultiLabel: _label_logits, SingleLabel: _class_lo
 
 def score_baseline(data, metric_names, seed: int) -> dict | None:
     """{"method", "eval" (the run's metrics and loss on its first validation split), "fit_s", "train_rows"}; None
-    when there is nothing to train or score on, or a single class to learn."""
+    when there is nothing to train or score on, or a single class to learn. Training rows with no word of two or
+    more characters (scikit-learn's word tokens) get the character n-grams alone (`method` says so); rows without
+    even a character pair, no baseline (said in the log)."""
     raw, labels = data.raw, data.labels
     if raw.train is None or not raw.evaluation:
         return None
@@ -84,11 +91,23 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     classes = objective.classes_of(y_train)
     if classes is not None and len(np.unique(classes)) < 2:
         return None
-    started = time.perf_counter()
-    model = baseline_model(objective, seed).fit(_texts(raw.train, raw.pair), y_train)
+    started, texts, method = time.perf_counter(), _texts(raw.train, raw.pair), METHOD
+    try:
+        model = baseline_model(objective, seed).fit(texts, y_train)
+    except ValueError as e:       # scikit-learn: "empty vocabulary" (texts of 1-character words, emoji, digits)
+        if "empty vocabulary" not in str(e):
+            raise
+        try:
+            model, method = baseline_model(objective, seed, words=False).fit(texts, y_train), CHARS_ONLY
+        except ValueError as again:
+            if "empty vocabulary" not in str(again):
+                raise
+            log.warning("baseline: the training rows have no character pair to build TF-IDF features from; "
+                        "not scored")
+            return None
     logits = LOGITS[type(objective)](model, _texts(table, raw.pair), labels.num_labels)
     metrics = compute(metric_names, logits, y_eval, objective)
     metrics.update(loss=objective.eval_loss(logits, y_eval), num_samples=int(len(y_eval)))
-    return {"method": METHOD, "split": split, "eval": {k: round(v, 6) if isinstance(v, float) else v
+    return {"method": method, "split": split, "eval": {k: round(v, 6) if isinstance(v, float) else v
                                                        for k, v in metrics.items()},
             "fit_s": round(time.perf_counter() - started, 3), "train_rows": int(len(y_train))}
