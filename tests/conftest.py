@@ -26,19 +26,50 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 FILLER = [w for w in WORDS if w not in ("alpha", "beta", "gamma", "good", "bad", "great", "awful", "not")]
 
 
-def build_tiny_model(folder: Path, num_labels: int = 2, dropout: float = 0.0) -> Path:
+DIGITS = list("0123456789")
+
+
+def sample_words() -> list[str]:
+    """The lower-cased words of tuneloop's MRPC sample (BERT's basic tokenization) that WORDS lacks: a tiny model
+    that runs the sample (the docs' and examples' runs) reads them instead of [UNK] (a training set that is mostly
+    unknown tokens stops the run: data/unknown_tokens.py)."""
+    from importlib.resources import files
+
+    from transformers import BertTokenizer
+
+    backend = BertTokenizer(vocab={w: i for i, w in enumerate(SPECIALS)}, do_lower_case=True).backend_tokenizer
+    seen, words = set(SPECIALS + WORDS + DIGITS), []
+    for name in ("train.tsv", "dev.tsv", "test.tsv"):
+        text = backend.normalizer.normalize_str((files("tuneloop") / "sample_data" / "mrpc" / name).read_text("utf-8"))
+        for word, _ in backend.pre_tokenizer.pre_tokenize_str(text):
+            if word not in seen:
+                seen.add(word)
+                words.append(word)
+    return words
+
+
+def tiny_bert(config_kwargs: dict, tokenizer_kwargs: dict, extra_words=()):
+    """(model, tokenizer): a BERT over SPECIALS + WORDS, initialised with torch seed 0, then its vocabulary grown by
+    DIGITS and `extra_words` (new rows after the seeded init, so every other weight is the same whatever is added)."""
+    import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    vocab = {w: i for i, w in enumerate(SPECIALS + WORDS)}
-    tokenizer = BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=64)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=num_labels,
-                        # a wider init and no dropout let 2 layers × 32 learn the toy tasks in a few dozen steps
-                        initializer_range=0.1, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    import torch
-
+    base = SPECIALS + WORDS
+    vocab = {w: i for i, w in enumerate(base + DIGITS + list(extra_words))}
     torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(folder)
+    model = BertForSequenceClassification(BertConfig(vocab_size=len(base), **config_kwargs))
+    model.resize_token_embeddings(len(vocab), mean_resizing=False)
+    return model, BertTokenizer(vocab=vocab, do_lower_case=True, **tokenizer_kwargs)
+
+
+def build_tiny_model(folder: Path, num_labels: int = 2, dropout: float = 0.0, extra_words=()) -> Path:
+    model, tokenizer = tiny_bert(
+        dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+             max_position_embeddings=64, num_labels=num_labels,
+             # a wider init and no dropout let 2 layers × 32 learn the toy tasks in a few dozen steps
+             initializer_range=0.1, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout),
+        dict(model_max_length=64), extra_words)
+    model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

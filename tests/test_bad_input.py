@@ -207,3 +207,27 @@ def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path
     save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")},
               headless / "model.safetensors", metadata={"format": "pt"})
     assert run_cli(train_argv(str(headless), tmp_path, good, good), capsys)[0] == 0
+
+
+def test_texts_the_tokenizer_cannot_read_stop_the_run_before_training(tiny_model, tmp_path, good, capsys):
+    """Words outside the tiny model's vocabulary are its [UNK]: from half of the training tokens on, the run stops
+    (one line naming the file, the share and the worst text) before any step."""
+    unread = write(tmp_path / "unread.csv", "text,label\n" + "".join(
+        f"zebra quokka {'tapir ' * (i % 3)}the,{i % 2}\n" for i in range(10)))
+    check(*run_cli(train_argv(tiny_model, tmp_path, unread, good), capsys), "unread.csv",
+          "tokenizer's unknown token [UNK]", "'zebra quokka tapir tapir the'", "--model")
+    assert not (tmp_path / "out" / "model").exists()
+
+
+def test_some_unknown_tokens_are_said_and_the_run_trains(tiny_model, tmp_path, good, capsys):
+    some = write(tmp_path / "some.csv", "text,label\n" + "".join(
+        f"the cat {'zebra ' if i < 4 else ''}runs on the red bus,{i % 2}\n" for i in range(10)))
+    code = main(train_argv(tiny_model, tmp_path, some, good))
+    err = capsys.readouterr().err
+    assert code == 0
+    # 4 [UNK] among 6 rows of 7 words and 4 of 8: 4 / 74 of the tokens ([CLS] and [SEP] left out)
+    assert "some.csv: 5% of the training texts' tokens are the tokenizer's unknown token [UNK]" in err
+    import json
+
+    data = json.loads((tmp_path / "out" / "results.json").read_text())["data"]
+    assert data["train"]["unknown_token_share"] == pytest.approx(4 / 74, abs=1e-4)

@@ -80,7 +80,7 @@ def test_texts_without_a_word_of_two_characters_get_the_character_baseline(tiny_
     from tuneloop.evaluation.baseline import CHARS_ONLY
 
     rng = random.Random(3)
-    texts = [" ".join(rng.choice("abc" if i % 2 else "xyz9") for _ in range(4)) for i in range(40)]
+    texts = [" ".join(rng.choice("0123" if i % 2 else "6789") for _ in range(4)) for i in range(40)]
     frame = pd.DataFrame({"text": texts, "label": ["first" if i % 2 else "second" for i in range(40)]})
     result = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=frame[:30],
                             validation=frame[30:], output_dir=str(tmp_path / "run"))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SPECIALS, WORDS, keyword_pair, sentence, write_mrpc_folder
+from conftest import keyword_pair, sample_words, sentence, tiny_bert, write_mrpc_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -86,16 +86,13 @@ def shell_commands(code: str) -> list[str]:
 # ---- the folder every page runs in -------------------------------------------------------------------------------
 
 def build_tiny_default_model(folder: Path) -> Path:
-    """conftest's tiny BERT, with room for 512 positions (as the embedded MiniLM) so that --max-length 256 runs."""
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    vocab = {w: i for i, w in enumerate(SPECIALS + WORDS)}
-    BertTokenizer(vocab=vocab, do_lower_case=True, model_max_length=512).save_pretrained(folder)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, initializer_range=0.1)
-    BertForSequenceClassification(config).save_pretrained(folder)
+    """conftest's tiny BERT, with room for 512 positions (as the embedded MiniLM) so that --max-length 256 runs, and
+    the words of the MRPC sample the pages train on."""
+    model, tokenizer = tiny_bert(dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                      max_position_embeddings=512, initializer_range=0.1),
+                                 dict(model_max_length=512), sample_words())
+    tokenizer.save_pretrained(folder)
+    model.save_pretrained(folder)
     return folder
 
 

@@ -18,6 +18,7 @@ from .sources import RawData, load_raw
 from .split import describe as describe_split
 from .split import hold_out
 from .tokenize import describe_stats, tokenize
+from .unknown_tokens import check_unknown_tokens
 
 log = logging.getLogger("tuneloop")
 
@@ -93,6 +94,9 @@ def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = No
                         stats=stats.setdefault(split, {}))
 
     train = run(raw.train, "train", True) if raw.train is not None else None
+    if train is not None:                 # a vocabulary that cannot read the texts: said, or the run stops
+        stats["train"]["unknown_token_share"] = round(
+            check_unknown_tokens(train, tokenizer, raw.train, raw.source.get("train", "training data")), 4)
     evaluation = {name: run(ds, name, True) for name, ds in raw.evaluation.items()}
     test = {name: run(ds, name, False) for name, ds in raw.test.items()}
     for split, s in stats.items():

@@ -269,7 +269,8 @@ def assured_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, 
     the scores alone, in a fixed sequence (Westfall & Krishen 2001): fewest rows flagged first, each at the full
     `confidence`, the assured ones those before the first that fails, so that the chance of any false "assured" stays
     1 - `confidence` however many are tested. A cut-off that flags too few rows to pass even were all of them right
-    is left out beforehand (by its count alone). Measured on trained models: benchmarks/check_threshold_confidence.py."""
+    is left out beforehand (by its count alone). Measured on trained models:
+    benchmarks/check_threshold_confidence.py."""
     name, target = parse_objective(objective)
     cut, met = best_threshold(scores, positive, objective)
     if not met:
