@@ -51,6 +51,8 @@ def test_a_dataframe_a_dataset_and_lists_train_the_model_a_csv_trains(frames, fr
             text_columns=["review"], label_column="stars", output_dir=str(tmp_path / "dataset")),
         "lists": tuneloop.train(**options, train=(list(train.review), list(train.stars)),
                                 validation=(list(dev.review), list(dev.stars)), output_dir=str(tmp_path / "lists")),
+        "dict": tuneloop.train(**options, train=train.to_dict("list"), validation=dev.to_dict("list"),
+                               text_columns="review", label_column="stars", output_dir=str(tmp_path / "dict")),
     }
     for kind, result in got.items():
         assert result["eval"] == pytest.approx(from_csv["eval"], abs=1e-6), kind
@@ -118,8 +120,16 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
     with pytest.raises(ConfigError, match=r"unknown option\(s\) 'epoch' \(did you mean 'epochs'\?\)"):
         tuneloop.train(train=train, epoch=1)
     with pytest.raises(DataError, match=r"train=: expected a pandas DataFrame, a datasets.Dataset/DatasetDict, "
-                                        r"\(texts, labels\) or a file path; got dict"):
-        tuneloop.train(train={"review": ["a"]})
+                                        r"a dict of columns, \(texts, labels\) or a file path; got set"):
+        tuneloop.train(train={"a review"})
+    with pytest.raises(DataError, match=r"train=: the dict's columns differ in length \(review: 2, stars: 1\)"):
+        tuneloop.train(train={"review": ["a", "b"], "stars": ["good"]})
+    with pytest.raises(DataError, match=r"train=: column 'stars' of the dict is not a list of values"):
+        tuneloop.train(train={"review": ["a", "b"], "stars": "good"})
+    with pytest.raises(ConfigError, match=r"^lr: expected float, got 'fast'$"):
+        tuneloop.train(**fast_options(tiny_model, lr="fast"), train=train, output_dir=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match=r"^epochs: expected int, got True$"):
+        tuneloop.train(**fast_options(tiny_model, epochs=True), train=train, output_dir=str(tmp_path / "run"))
     with pytest.raises(DataError, match=r"train=: 3 texts but 2 labels"):
         tuneloop.train(train=(["a", "b", "c"], [0, 1]))
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):

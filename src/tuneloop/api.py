@@ -36,14 +36,14 @@ class TrainResult(dict):
 
 def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, validation=None, test=None,
           on_step: Callable | None = None, **options) -> TrainResult:
-    """Fine-tune, evaluate and save; returns what results.json holds (a TrainResult: a dict with `.classifier`
-    and `.output_dir`). `config`: a TrainConfig, or a YAML file of options (as `tuneloop train --config FILE`);
-    keywords are options like the CLI's flags (`train(epochs=1)`) and win over both. `train=`, `validation=`,
-    `test=`: data from Python — a pandas DataFrame, a datasets.Dataset (a DatasetDict gives its "train" and,
-    unless `validation=` is given, "validation" splits) or `(texts, labels)` with texts as strings or
-    (first, second) pairs — read like files (columns detected unless `text_columns=`/`label_column=` name them).
-    With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and the summary (summary.json's contents)
-    instead. `on_step(state)` is called after every optimizer step."""
+    """Fine-tune, evaluate and save; returns what results.json holds (a TrainResult: a dict with `.classifier` and
+    `.output_dir`). `config`: a TrainConfig, or a YAML file of options (as `tuneloop train --config FILE`); keywords
+    are options like the CLI's flags (`train(epochs=1)`; a string is read as the flag's, `lr="2e-5"`) and win over
+    both. `train=`, `validation=`, `test=`: data from Python — a pandas DataFrame, a datasets.Dataset (a DatasetDict
+    gives its "train" and, unless `validation=` is given, "validation" splits), a dict of columns or `(texts,
+    labels)` with texts as strings or (first, second) pairs — read like files (columns detected unless
+    `text_columns=`/`label_column=` name them). With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and
+    the summary (summary.json's contents) instead. `on_step(state)` is called after every optimizer step."""
     from .config.resolve import resolve_config
     from .data.memory import as_table
     from .experiments.runs import is_experiment, run_experiment

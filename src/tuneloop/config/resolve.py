@@ -18,7 +18,7 @@ from ..exceptions import ConfigError
 from ..layout import CONFIG_FILE
 from ..runtime import machine
 from .options import PRESETS_DIR, TrainConfig, read_yaml_options
-from .parsing import coerce
+from .parsing import coerce, field_type
 
 
 def default_output_dir(task: str | None) -> str:
@@ -74,6 +74,14 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
             user[name] = os.fspath(value)
     if isinstance(user.get("text_columns"), str):          # text_columns="review" from Python: one column
         user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
+    for name, value in user.items():                      # lr="2e-5" from Python: as the flag; lr="fast": an error
+        field = TrainConfig.__dataclass_fields__[name]
+        kind = field_type(TrainConfig, field)
+        if kind in (bool, int, float) and value is not None and (not isinstance(value, kind) or
+                                                                isinstance(value, bool) is not (kind is bool)):
+            if isinstance(value, bool):
+                raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")
+            user[name] = coerce(TrainConfig, field, value, source=name)
     if isinstance(user.get("student_layers"), (int, str)):  # student_layers=3 or "0,2,5" from Python: as the flag
         field = TrainConfig.__dataclass_fields__["student_layers"]
         user["student_layers"] = coerce(TrainConfig, field, user["student_layers"], source="student_layers")

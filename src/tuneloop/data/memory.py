@@ -1,7 +1,7 @@
-"""Data from Python: a pandas DataFrame, a 🤗 `datasets.Dataset` (or a `DatasetDict`'s split), or a pair of lists
-`(texts, labels)` — texts as strings or `(first, second)` pairs — held as a `Table` that data/sources.py reads
-like a file: the same column detection, label handling, errors (naming the DataFrame's row and column) and Arrow
-cache (keyed by the content instead of a file's size and time)."""
+"""Data from Python: a pandas DataFrame, a 🤗 `datasets.Dataset` (or a `DatasetDict`'s split), a dict of columns
+(`{"text": [...], "label": [...]}`), or a pair of lists `(texts, labels)` — texts as strings or `(first, second)`
+pairs — held as a `Table` that data/sources.py reads like a file: the same column detection, label handling, errors
+(naming the DataFrame's row and column) and Arrow cache (keyed by the content instead of a file's size and time)."""
 
 from __future__ import annotations
 
@@ -114,6 +114,22 @@ def _from_lists(data, split: str) -> Table:
     return Table(split, "lists", columns, rows)
 
 
+def _from_columns(data: dict, split: str) -> Table:
+    """A dict of equally long columns ({"text": [...], "label": [...]}, as `Dataset.from_dict` takes)."""
+    columns = [str(c) for c in data]
+    values = [v if hasattr(v, "__len__") and not isinstance(v, str) else None for v in data.values()]
+    if any(v is None for v in values):
+        bad = columns[next(i for i, v in enumerate(values) if v is None)]
+        raise DataError(f"{split}=: column {bad!r} of the dict is not a list of values; give every column as a list")
+    lengths = {len(v) for v in values}
+    if len(lengths) > 1:
+        raise DataError(f"{split}=: the dict's columns differ in length "
+                        f"({', '.join(f'{c}: {len(v)}' for c, v in zip(columns, values, strict=True))})")
+    rows = [(i, {c: _plain(v[i - 1]) for c, v in zip(columns, values, strict=True)})
+            for i in range(1, (lengths.pop() if lengths else 0) + 1)]
+    return Table(split, "dict", columns, rows)
+
+
 def as_table(data, split: str):
     """`data` as a Table (a path or None is returned as it is: files are data/sources.py's own)."""
     if data is None or isinstance(data, (str, Table)) or hasattr(data, "__fspath__"):
@@ -131,5 +147,7 @@ def as_table(data, split: str):
     if isinstance(data, (tuple, list)) and len(data) == 2 and not isinstance(data[0], str) \
             and hasattr(data[0], "__len__"):
         return _from_lists(data, split)
-    raise DataError(f"{split}=: expected a pandas DataFrame, a datasets.Dataset/DatasetDict, (texts, labels) or a "
-                    f"file path; got {kind}")
+    if isinstance(data, dict):
+        return _from_columns(data, split)
+    raise DataError(f"{split}=: expected a pandas DataFrame, a datasets.Dataset/DatasetDict, a dict of columns, "
+                    f"(texts, labels) or a file path; got {kind}")
