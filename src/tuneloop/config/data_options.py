@@ -96,7 +96,9 @@ class DataOptions:
             need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
                  f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
         if self.data_dir is not None and self.data_dir != "sample":
-            need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder")
+            need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder" + (
+                f" but a file: a file of your own rows is --train-file / --validation-file {self.data_dir}"
+                if Path(self.data_dir).is_file() else ""))
             need(self.task is not None, "data_dir", "a GLUE folder needs --task to say which task it holds")
         for name in DATA_FILES:
             path = getattr(self, name)
