@@ -130,11 +130,24 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
         tuneloop.train(**fast_options(tiny_model, lr="fast"), train=train, output_dir=str(tmp_path / "run"))
     with pytest.raises(ConfigError, match=r"^epochs: expected int, got True$"):
         tuneloop.train(**fast_options(tiny_model, epochs=True), train=train, output_dir=str(tmp_path / "run"))
+    with pytest.raises(ConfigError, match=r"^seeds: expected a comma-separated list of int, got \[1\.5\]$"):
+        tuneloop.train(**fast_options(tiny_model), train=train, seeds=[1.5], output_dir=str(tmp_path / "run"))
     with pytest.raises(DataError, match=r"train=: 3 texts but 2 labels"):
         tuneloop.train(train=(["a", "b", "c"], [0, 1]))
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):
         tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}),
                        text_columns=["review"], output_dir=str(tmp_path / "run"))
+
+
+def test_python_options_are_read_as_their_flags():
+    """A string (or a single value for a list option) from Python is what the flag would make of it."""
+    from tuneloop.config.resolve import resolve_config
+
+    config = resolve_config(machine=False, lr="2e-5", seeds="1, 2", overwrite="yes", text_columns="review",
+                            student_layers=3, lora_target_modules="query,value", epochs=3.0)
+    assert (config.lr, config.seeds, config.overwrite, config.text_columns) == (2e-5, [1, 2], True, ["review"])
+    assert (config.student_layers, config.lora_target_modules, config.epochs) == ([3], ["query", "value"], 3)
+    assert isinstance(config.epochs, int)
 
 
 def test_a_frame_the_classifier_cannot_read_is_one_line(from_csv, frames):

@@ -58,6 +58,13 @@ def field_type(cls, f: dataclasses.Field):
     return hint
 
 
+def _whole(value) -> int:
+    """An int from an int, a whole float or its text; ValueError for 2.5, True or 'a'."""
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(value)
+    return int(value.strip()) if isinstance(value, str) else int(value)
+
+
 def coerce(cls, f: dataclasses.Field, value: Any, source: str):
     """Turn a YAML/CLI value into the field's type, with a message naming the option on failure."""
     kind = field_type(cls, f)
@@ -76,16 +83,16 @@ def coerce(cls, f: dataclasses.Field, value: Any, source: str):
         if typing.get_origin(kind) is list:
             items = value if isinstance(value, (list, tuple)) else str(value).split(",")
             element = (typing.get_args(kind) or (str,))[0]
-            return [int(v) if element is int else str(v).strip() for v in items]
+            return [_whole(v) if element is int else str(v).strip() for v in items]
         if kind is int:
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
-            return int(value)
+            return _whole(value)
         if kind is float:
             return float(value)
         return str(value) if not isinstance(value, bool) else str(value).lower()
     except (TypeError, ValueError):
         name = getattr(kind, "__name__", str(kind))
+        if typing.get_origin(kind) is list:
+            name = f"a comma-separated list of {getattr((typing.get_args(kind) or (str,))[0], '__name__', 'str')}"
         raise ConfigError(f"{source}: expected {name}, got {value!r}") from None
 
 

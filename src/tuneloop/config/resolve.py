@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import typing
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -72,19 +73,15 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     for name, value in user.items():                      # model=Path(...) from Python: as the string a flag gives
         if isinstance(value, os.PathLike):
             user[name] = os.fspath(value)
-    if isinstance(user.get("text_columns"), str):          # text_columns="review" from Python: one column
-        user["text_columns"] = [c.strip() for c in user["text_columns"].split(",")]
-    for name, value in user.items():                      # lr="2e-5" from Python: as the flag; lr="fast": an error
+    for name, value in user.items():     # from Python as from the flag: lr="2e-5", seeds="1,2", text_columns="review"
         field = TrainConfig.__dataclass_fields__[name]
         kind = field_type(TrainConfig, field)
-        if kind in (bool, int, float) and value is not None and (not isinstance(value, kind) or
-                                                                isinstance(value, bool) is not (kind is bool)):
-            if isinstance(value, bool):
-                raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")
-            user[name] = coerce(TrainConfig, field, value, source=name)
-    if isinstance(user.get("student_layers"), (int, str)):  # student_layers=3 or "0,2,5" from Python: as the flag
-        field = TrainConfig.__dataclass_fields__["student_layers"]
-        user["student_layers"] = coerce(TrainConfig, field, user["student_layers"], source="student_layers")
+        if value is None or name == "chosen":
+            continue
+        if kind in (int, float) and isinstance(value, bool):
+            raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")     # epochs=True
+        if typing.get_origin(kind) is list or (kind in (bool, int, float) and not isinstance(value, kind)):
+            user[name] = coerce(TrainConfig, field, value, source=name)              # lr="fast": an error
     below = saved_run_options(user)
     layers = {**below, **user}
     chosen |= set(layers.pop("chosen", None) or ()) | set(below)
