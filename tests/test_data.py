@@ -191,3 +191,27 @@ def test_positions_are_named_alike_in_every_error(tmp_path):
     train.write_text('{"text": "a", "label": "x"}\n{"text": "b", "label": "y"}\n{"text": null, "label": "x"}\n')
     with pytest.raises(DataError, match=r"train\.jsonl: line 3: column 'text' has no text"):
         load_user_files(str(train), None, None, None, None)
+
+
+def test_a_csv_separated_by_semicolons_or_tabs_is_read_as_the_comma_one(tmp_path, caplog):
+    """A .csv whose header has no comma but ';' (Excel where the comma is the decimal mark) or a tab is read with
+    that separator, said once; rows whose every field is empty (a spreadsheet's ",,," rows) are left out, counted."""
+    import logging
+
+    from tuneloop.data.readers import file_columns, iter_rows
+
+    rows = [("the cat; sat", "0,5"), ("a dog", "1")]
+    comma = tmp_path / "comma.csv"
+    comma.write_text("text,score\n" + "".join(f'"{t}","{s}"\n' for t, s in rows) + ",\n , \n")
+    semi = tmp_path / "semi.csv"
+    semi.write_text("text;score\n" + "".join(f'"{t}";"{s}"\n' for t, s in rows) + ";\n")
+    tab = tmp_path / "tab.csv"
+    tab.write_text("text\tscore\n" + "".join(f"{t}\t{s}\n" for t, s in rows))
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        read = {p.name: [r for _, r in iter_rows(str(p))] for p in (comma, semi, tab)}
+        assert file_columns(str(semi)) == file_columns(str(tab)) == ["text", "score"]
+    assert read["comma.csv"] == read["semi.csv"] == read["tab.csv"] == [{"text": t, "score": s} for t, s in rows]
+    said = [r.getMessage() for r in caplog.records]
+    assert sum("read with ';' as the separator" in m for m in said) == 1          # once, though read twice
+    assert any("comma.csv: 2 row(s) with every field empty left out" in m for m in said)
+    assert not any("comma.csv: its header" in m for m in said)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -16,6 +18,8 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..exceptions import DataError
+
+log = logging.getLogger("tuneloop")
 
 _FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)     # csv's default (128 KiB a field) is too small for long documents
 # TSV is read without quote processing, as GLUE ships its files: their fields hold unbalanced double quotes
@@ -26,6 +30,32 @@ _DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL},
 def csv_dialect(fmt: str) -> dict:
     """The csv module's delimiter and quoting for "csv" or "tsv" (reading and writing alike)."""
     return dict(_DIALECTS[fmt])
+
+
+OTHER_SEPARATORS = (";", "\t", "|")    # a .csv whose header has none of its commas but one of these is read with it
+
+
+@functools.lru_cache(maxsize=64)
+def _separator(path: str, size: int, mtime: int) -> str:
+    """The delimiter of a .csv file: a comma, unless its header line has no comma and one of OTHER_SEPARATORS
+    (Excel writes ';' where the comma is the decimal mark; a tab-separated file may be named .csv). Said once."""
+    header = next(_decoded_lines(path), "")
+    if "," in header:
+        return ","
+    for sep in OTHER_SEPARATORS:
+        if sep in header:
+            log.info(f"{path}: its header has no comma but {sep!r}: read with {sep!r} as the separator")
+            return sep
+    return ","
+
+
+def reading_dialect(path: str, fmt: str) -> dict:
+    """csv_dialect(fmt), with a .csv file's own separator (_separator)."""
+    dialect = csv_dialect(fmt)
+    if fmt == "csv":
+        st = os.stat(path)
+        dialect["delimiter"] = _separator(os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    return dialect
 
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
@@ -70,17 +100,21 @@ def _decoded_lines(path: str) -> Iterator[str]:
 def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, row) pairs of a csv/tsv file. TSV is read without quoting, as GLUE's files need: their fields
     hold unbalanced double quotes that a quoting reader would swallow across lines."""
-    reader = csv.reader(_decoded_lines(path), **csv_dialect(fmt), strict=fmt == "csv")
-    kind = "tab-separated" if fmt == "tsv" else "comma-separated"
+    dialect = reading_dialect(path, fmt)
+    reader = csv.reader(_decoded_lines(path), **dialect, strict=fmt == "csv")
+    kind = {",": "comma", "\t": "tab", ";": "semicolon", "|": "bar"}[dialect["delimiter"]] + "-separated"
     limit = csv.field_size_limit(_FIELD_LIMIT)      # long documents; the caller's limit is given back below
     try:
         header = list(names) if names else next(reader, None)
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
-        seen = 0
+        seen = empty = 0
         for row in reader:
             if not row or row == [""]:
                 continue  # blank line
+            if not any(field.strip() for field in row):
+                empty += 1                    # every field empty (",,," rows a spreadsheet leaves below its data)
+                continue
             if len(row) != len(header):
                 raise DataError(f"{path}: line {reader.line_num}: expected {len(header)} {kind} fields "
                                 f"({', '.join(header)}), found {len(row)}; fix or remove that line")
@@ -92,6 +126,8 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         csv.field_size_limit(limit)
     if not seen:
         raise DataError(f"{path}: no data rows (the file holds only a header)")
+    if empty:
+        log.info(f"{path}: {empty} row(s) with every field empty left out")
 
 
 def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
@@ -167,7 +203,7 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
     if fmt in ("csv", "tsv"):
         limit = csv.field_size_limit(_FIELD_LIMIT)
         try:
-            header = next(csv.reader(_decoded_lines(path), **csv_dialect(fmt)), None)
+            header = next(csv.reader(_decoded_lines(path), **reading_dialect(path, fmt)), None)
         finally:
             csv.field_size_limit(limit)
         if not header or header == [""]:
