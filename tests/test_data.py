@@ -195,16 +195,16 @@ def test_positions_are_named_alike_in_every_error(tmp_path):
 
 def test_a_csv_separated_by_semicolons_or_tabs_is_read_as_the_comma_one(tmp_path, caplog):
     """A .csv whose header has no comma but ';' (Excel where the comma is the decimal mark) or a tab is read with
-    that separator, said once; rows whose every field is empty (a spreadsheet's ",,," rows) are left out, counted."""
+    that separator, said once."""
     import logging
 
     from tuneloop.data.readers import file_columns, iter_rows
 
     rows = [("the cat; sat", "0,5"), ("a dog", "1")]
     comma = tmp_path / "comma.csv"
-    comma.write_text("text,score\n" + "".join(f'"{t}","{s}"\n' for t, s in rows) + ",\n , \n")
+    comma.write_text("text,score\n" + "".join(f'"{t}","{s}"\n' for t, s in rows))
     semi = tmp_path / "semi.csv"
-    semi.write_text("text;score\n" + "".join(f'"{t}";"{s}"\n' for t, s in rows) + ";\n")
+    semi.write_text("text;score\n" + "".join(f'"{t}";"{s}"\n' for t, s in rows))
     tab = tmp_path / "tab.csv"
     tab.write_text("text\tscore\n" + "".join(f"{t}\t{s}\n" for t, s in rows))
     with caplog.at_level(logging.INFO, logger="tuneloop"):
@@ -213,5 +213,22 @@ def test_a_csv_separated_by_semicolons_or_tabs_is_read_as_the_comma_one(tmp_path
     assert read["comma.csv"] == read["semi.csv"] == read["tab.csv"] == [{"text": t, "score": s} for t, s in rows]
     said = [r.getMessage() for r in caplog.records]
     assert sum("read with ';' as the separator" in m for m in said) == 1          # once, though read twice
-    assert any("comma.csv: 2 row(s) with every field empty left out" in m for m in said)
     assert not any("comma.csv: its header" in m for m in said)
+
+
+def test_a_spreadsheets_empty_rows_are_left_out_of_labelled_data_not_of_rows_to_predict(tmp_path, caplog):
+    """",,," rows (every field empty, whatever their count) carry no example: training and evaluation data leave
+    them out and say how many; rows to predict keep them (the output's ids are the rows' order), so they stop the
+    run as an empty text does."""
+    import logging
+
+    from tuneloop.data.sources import canonical_rows
+
+    path = tmp_path / "sheet.csv"
+    path.write_text("text,label\nthe cat,0\n,\nthe dog,1\n,,,\n")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        kept = list(canonical_rows(str(path), None, ["text"], "label", None, need_label=True))
+    assert [(r["idx"], r["pos"], r["text_a"]) for r in kept] == [(0, 2, "the cat"), (1, 4, "the dog")]
+    assert any("sheet.csv: 2 line(s) with every field empty left out" in r.getMessage() for r in caplog.records)
+    with pytest.raises(DataError, match=r"sheet.csv: line 3: column 'text' is empty"):
+        list(canonical_rows(str(path), None, ["text"], None, None, need_label=False))

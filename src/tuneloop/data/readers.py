@@ -108,13 +108,12 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         header = list(names) if names else next(reader, None)
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
-        seen = empty = 0
+        seen = 0
         for row in reader:
             if not row or row == [""]:
                 continue  # blank line
             if not any(field.strip() for field in row):
-                empty += 1                    # every field empty (",,," rows a spreadsheet leaves below its data)
-                continue
+                row = [""] * len(header)      # ",,," (a spreadsheet's empty rows): empty fields whatever their count
             if len(row) != len(header):
                 raise DataError(f"{path}: line {reader.line_num}: expected {len(header)} {kind} fields "
                                 f"({', '.join(header)}), found {len(row)}; fix or remove that line")
@@ -126,8 +125,6 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         csv.field_size_limit(limit)
     if not seen:
         raise DataError(f"{path}: no data rows (the file holds only a header)")
-    if empty:
-        log.info(f"{path}: {empty} row(s) with every field empty left out")
 
 
 def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:

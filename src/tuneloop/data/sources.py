@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import time
@@ -18,8 +19,10 @@ from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
 from .memory import Table
 from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
 
+log = logging.getLogger("tuneloop")
+
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "2"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "3"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -59,7 +62,12 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
     where, word = (str(path), path.position_word) if isinstance(path, Table) else (path, position_word(path))
     rows = path.rows() if isinstance(path, Table) else iter_rows(path, names)
     label_kinds: dict = {}
-    for idx, (position, row) in enumerate(rows):
+    idx = empty = 0
+    for position, row in rows:
+        if need_label and not isinstance(path, Table) and not any(v is not None and str(v).strip()
+                                                                  for v in row.values()):
+            empty += 1         # every field empty (",,," rows a spreadsheet leaves): no example; kept when predicting,
+            continue           # where the output's ids are the rows' order
         texts = []
         for column in text:
             value = row.get(column)
@@ -78,6 +86,9 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
                             "training/evaluation example needs one")
         yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
                "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
+        idx += 1
+    if empty:
+        log.info(f"{where}: {empty} {word}(s) with every field empty left out")
 
 
 def canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[dict]:
