@@ -237,3 +237,8 @@ def test_a_file_given_as_the_glue_folder_names_the_file_options(tiny_model, tmp_
     """`--data FILE` is argparse's abbreviation of --data-dir: the message says which options take a file."""
     code, err = run_cli(["evaluate", "--model", tiny_model, "--data", str(good)], capsys)
     check(code, err, "--data-dir", "is not a folder but a file", f"--validation-file {good}")
+
+
+def test_one_column_named_twice_as_a_pair_is_refused(tiny_model, tmp_path, good, capsys):
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--text-columns", "text,text"), capsys),
+          "--text-columns", "'text,text' names one column twice")

@@ -95,6 +95,8 @@ class DataOptions:
         if self.text_columns is not None:
             need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
                  f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
+            need(len(set(self.text_columns)) == len(self.text_columns), "text_columns",
+                 f"{','.join(self.text_columns)!r} names one column twice; a pair needs two columns")
         if self.data_dir is not None and self.data_dir != "sample":
             need(Path(self.data_dir).is_dir(), "data_dir", f"{self.data_dir} is not a folder" + (
                 f" but a file: a file of your own rows is --train-file / --validation-file {self.data_dir}"
