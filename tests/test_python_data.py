@@ -126,6 +126,10 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
         tuneloop.train(train={"review": ["a", "b"], "stars": ["good"]})
     with pytest.raises(DataError, match=r"train=: column 'stars' of the dict is not a list of values"):
         tuneloop.train(train={"review": ["a", "b"], "stars": "good"})
+    from tuneloop.data.memory import as_table
+
+    indexed = as_table({"review": pd.Series(["a", "b"], index=[10, 20]), "stars": ["good", "bad"]}, "train")
+    assert [row for _, row in indexed.rows()] == [{"review": "a", "stars": "good"}, {"review": "b", "stars": "bad"}]
     with pytest.raises(ConfigError, match=r"^lr: expected float, got 'fast'$"):
         tuneloop.train(**fast_options(tiny_model, lr="fast"), train=train, output_dir=str(tmp_path / "run"))
     with pytest.raises(ConfigError, match=r"^epochs: expected int, got True$"):

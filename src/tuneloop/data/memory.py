@@ -117,7 +117,8 @@ def _from_lists(data, split: str) -> Table:
 def _from_columns(data: dict, split: str) -> Table:
     """A dict of equally long columns ({"text": [...], "label": [...]}, as `Dataset.from_dict` takes)."""
     columns = [str(c) for c in data]
-    values = [v if hasattr(v, "__len__") and not isinstance(v, str) else None for v in data.values()]
+    values = [list(v) if hasattr(v, "__len__") and not isinstance(v, (str, bytes, dict)) else None
+              for v in data.values()]                  # list(): a Series by position, not by its index labels
     if any(v is None for v in values):
         bad = columns[next(i for i, v in enumerate(values) if v is None)]
         raise DataError(f"{split}=: column {bad!r} of the dict is not a list of values; give every column as a list")
