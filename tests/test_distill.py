@@ -288,6 +288,14 @@ def test_bad_input_is_one_line(tiny_model, files, tmp_path, capsys):
     assert "--temperature: must be a positive number" in capsys.readouterr().err
     assert main(["distill", "--unlabeled-file", files["unlabeled"], "--output-dir", str(tmp_path / "c")]) == 2
     assert "--teacher" in capsys.readouterr().err
+    missing = str(tmp_path / "missing.csv")       # was a FileNotFoundError traceback
+    assert main(["distill", "--teacher", teacher, "--unlabeled-file", missing, "--output-dir",
+                 str(tmp_path / "e"), *common]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--unlabeled-file: {missing} does not exist or is not a file")
+    assert main(["distill", "--teacher", str(tmp_path), "--unlabeled-file", files["unlabeled"], "--output-dir",
+                 str(tmp_path / "f"), *common]) == 2
+    err = capsys.readouterr().err.strip()       # the teacher's folder is named as --teacher's, not --model's
+    assert f"--teacher {tmp_path}: the folder has no config.json" in err and len(err.splitlines()) == 1
 
 
 def test_the_feature_loss_is_the_cosine_distance_of_the_mean_hidden_states(tiny_model, files, tmp_path):

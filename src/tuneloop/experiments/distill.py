@@ -23,7 +23,7 @@ import numpy as np
 from ..atomic import atomic_write_json, atomic_write_text
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
                       SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
 from ..runtime import machine
@@ -59,6 +59,19 @@ def saved_options(options: dict) -> dict:
     return values
 
 
+def _teacher(cfg: TrainConfig):
+    """The teacher model as a Classifier; a folder or id that cannot be loaded is said as --teacher's."""
+    from ..predict.classifier import Classifier
+
+    try:
+        return Classifier.load(cfg.teacher, cpu=cfg.cpu)
+    except TuneloopError as e:
+        flag = f"--model {cfg.teacher}"
+        if not str(e).startswith(flag):
+            raise
+        raise type(e)(f"--teacher {cfg.teacher}{str(e)[len(flag):]}") from None
+
+
 def check_options(cfg: TrainConfig) -> None:
     if not cfg.teacher:
         raise ConfigError("--teacher: give the teacher, a model or run folder or a file of soft labels")
@@ -67,6 +80,8 @@ def check_options(cfg: TrainConfig) -> None:
         raise ConfigError("--unlabeled-file: give the texts the teacher labels (or a soft-label file as --teacher)")
     if file_teacher and cfg.unlabeled_file:
         raise ConfigError("--unlabeled-file: a soft-label file as --teacher brings its own texts; leave it out")
+    if cfg.unlabeled_file and not Path(cfg.unlabeled_file).is_file():
+        raise ConfigError(f"--unlabeled-file: {cfg.unlabeled_file} does not exist or is not a file")
     if cfg.student_init == "teacher" and not cfg.student_layers:
         raise ConfigError("--student-init teacher: give --student-layers N too (the student is N of the teacher's "
                           "layers)")
@@ -172,9 +187,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
                 t.check_same_labels(schema, given, cfg.train_file)
                 soft = np.concatenate([soft, t.gold_targets(given.labels, schema)])
         else:
-            from ..predict.classifier import Classifier
-
-            with Classifier.load(cfg.teacher, cpu=cfg.cpu) as classifier:
+            with _teacher(cfg) as classifier:
                 schema = classifier.label_schema
                 if given is not None:         # refused before the teacher's work
                     t.check_same_labels(schema, given, cfg.train_file)
