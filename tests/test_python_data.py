@@ -136,6 +136,8 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
         tuneloop.train(**fast_options(tiny_model, epochs=True), train=train, output_dir=str(tmp_path / "run"))
     with pytest.raises(ConfigError, match=r"^seeds: expected a comma-separated list of int, got \[1\.5\]$"):
         tuneloop.train(**fast_options(tiny_model), train=train, seeds=[1.5], output_dir=str(tmp_path / "run"))
+    with pytest.raises(DataError, match=r"^train= \(lists, 0 rows\): no rows; give at least one example$"):
+        tuneloop.train(train=([], []))        # said "no data: give --task NAME ..." (the CLI's words)
     with pytest.raises(DataError, match=r"train=: 3 texts but 2 labels"):
         tuneloop.train(train=(["a", "b", "c"], [0, 1]))
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):

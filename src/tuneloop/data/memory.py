@@ -132,9 +132,17 @@ def _from_columns(data: dict, split: str) -> Table:
 
 
 def as_table(data, split: str):
-    """`data` as a Table (a path or None is returned as it is: files are data/sources.py's own)."""
+    """`data` as a Table (a path or None is returned as it is: files are data/sources.py's own); a Table without
+    rows is refused here, naming the argument."""
     if data is None or isinstance(data, (str, Table)) or hasattr(data, "__fspath__"):
         return data
+    table = _as_table(data, split)
+    if not len(table):
+        raise DataError(f"{table}: no rows; give at least one example")
+    return table
+
+
+def _as_table(data, split: str) -> Table:
     kind = type(data).__name__
     if kind == "DatasetDict":
         if split not in data:
