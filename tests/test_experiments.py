@@ -215,3 +215,13 @@ def test_bad_spaces_are_refused(tiny_model, train_csv, tmp_path, capsys):
         space.write_text(text)
         assert main(search_args(tiny_model, train_csv, tmp_path / "s", space)) == 2
         assert message in capsys.readouterr().err
+
+
+def test_bad_trials_and_storage_are_one_line(tiny_model, train_csv, tmp_path, space, capsys):
+    """--trials 0 ran nothing and exited 0; a storage URL Optuna cannot open was a SQLAlchemy traceback."""
+    assert main([*search_args(tiny_model, train_csv, tmp_path / "a", space), "--trials", "0"]) == 2
+    assert "--trials: must be at least 1, got 0" in capsys.readouterr().err
+    assert main([*search_args(tiny_model, train_csv, tmp_path / "b", space), "--storage", "bogus://x"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tuneloop search: error: --storage bogus://x: cannot open a study there (") and \
+        "Traceback" not in err and len(err.splitlines()) == 1

@@ -110,8 +110,15 @@ def open_study(out: Path, options: SearchOptions, seed: int):
         storage = optuna.storages.JournalStorage(JournalFileBackend(str(out / STUDY_JOURNAL)))
     pruner = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
               "halving": optuna.pruners.SuccessiveHalvingPruner(), "none": optuna.pruners.NopPruner()}[options.pruner]
-    study = optuna.create_study(study_name=options.study, storage=storage, load_if_exists=True,
-                                direction="maximize", pruner=pruner)
+    try:
+        study = optuna.create_study(study_name=options.study, storage=storage, load_if_exists=True,
+                                    direction="maximize", pruner=pruner)
+    except Exception as e:  # noqa: BLE001 - optuna and the database drivers raise many kinds for a bad URL
+        if not options.storage:
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise ConfigError(f"--storage {options.storage}: cannot open a study there ({first}); give an Optuna "
+                          "storage URL such as sqlite:///study.db or postgresql://user@host/db") from None
     # one worker on a new study samples reproducibly from --seed; a worker joining a study, or any worker of a
     # shared storage, gets its own random stream; constant_liar keeps concurrent workers from sampling next to
     # each other's running trials
@@ -214,6 +221,8 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
+    if options.trials < 1:
+        raise ConfigError(f"--trials: must be at least 1, got {options.trials}")
     space = read_space(options.space)
     out = Path(config.output_dir)
     if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
