@@ -242,3 +242,9 @@ def test_a_file_given_as_the_glue_folder_names_the_file_options(tiny_model, tmp_
 def test_one_column_named_twice_as_a_pair_is_refused(tiny_model, tmp_path, good, capsys):
     check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--text-columns", "text,text"), capsys),
           "--text-columns", "'text,text' names one column twice")
+
+
+def test_a_max_length_with_no_room_for_text_is_refused(tiny_model, tmp_path, good, capsys):
+    """--max-length 1 trained on [CLS] and [SEP] alone (and exited 0)."""
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--max-length", "2"), capsys),
+          "--max-length 2: the model adds 2 special token(s) to a text, leaving no room for it; give at least 3")

@@ -46,6 +46,11 @@ class TextPolicy:
 
     def check(self, tokenizer, pair: bool) -> None:
         """Refuse what cannot work with this tokenizer, before any text is tokenized."""
+        special, texts = tokenizer.num_special_tokens_to_add(pair=pair), 2 if pair else 1
+        if self.max_length < special + texts:
+            raise ConfigError(f"--max-length {self.max_length}: the model adds {special} special token(s) to "
+                              f"{'a pair' if pair else 'a text'}, leaving no room for {'both texts' if pair else 'it'}"
+                              f"; give at least {special + texts}")
         if not self.simple and not getattr(tokenizer, "is_fast", False):
             raise ConfigError("--truncation tail / head+tail and --windows need a fast (Rust) tokenizer; this model "
                               "only has a slow one")
