@@ -232,3 +232,24 @@ def test_a_spreadsheets_empty_rows_are_left_out_of_labelled_data_not_of_rows_to_
     assert any("sheet.csv: 2 line(s) with every field empty left out" in r.getMessage() for r in caplog.records)
     with pytest.raises(DataError, match=r"sheet.csv: line 3: column 'text' is empty"):
         list(canonical_rows(str(path), None, ["text"], None, None, need_label=False))
+
+
+def test_labels_that_differ_only_in_case_or_spacing_are_said(tmp_path, caplog):
+    import logging
+
+    import datasets
+
+    from tuneloop.data.labels import infer_label_schema
+
+    table = datasets.Dataset.from_dict({"label": ["pos", "Neg", "neg", "POS", "not  sure", "Not sure"]})
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        schema = infer_label_schema(table, "auto", None, "labels.csv")
+    assert len(schema.names) == 6                                           # still six classes: nothing is merged
+    said = [r.getMessage() for r in caplog.records]
+    assert said == ["labels.csv: the labels 'Neg' and 'neg'; 'Not sure' and 'not  sure'; 'POS' and 'pos' differ "
+                    "only in case or spacing and are trained as different classes; if they mean the same, write "
+                    "them one way"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        infer_label_schema(datasets.Dataset.from_dict({"label": ["pos", "neg"]}), "auto", None, "labels.csv")
+    assert not caplog.records

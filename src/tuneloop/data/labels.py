@@ -5,6 +5,7 @@ label names lives here."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -12,6 +13,8 @@ from typing import Optional
 from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
 from .readers import position_word
+
+log = logging.getLogger("tuneloop")
 
 
 @dataclass
@@ -97,6 +100,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         return LabelSchema(REGRESSION, [])
     if problem_type == MULTI_LABEL:
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
+        _say_near_duplicates(names, source)
         return LabelSchema(problem_type, names, separator)
     numeric = [_as_float(v) for v in values]
     if values and all(x is not None and x.is_integer() for x in numeric):
@@ -106,7 +110,20 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if len(names) < 2:
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
+    _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names)
+
+
+def _say_near_duplicates(names: list[str], source: str) -> None:
+    """Classes whose names differ only in case or inner spacing ('neg' and 'Neg', 'not spam' and 'not  spam') are
+    different classes to the model; almost always one class typed two ways, so the log says so."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(" ".join(name.casefold().split()), []).append(name)
+    alike = [" and ".join(repr(n) for n in group) for group in groups.values() if len(group) > 1]
+    if alike:
+        log.warning(f"{source}: the labels {'; '.join(alike[:5])} differ only in case or spacing and are trained as "
+                    "different classes; if they mean the same, write them one way")
 
 
 class LabelEncoder:
