@@ -303,3 +303,27 @@ def test_memory_does_not_grow_over_repeated_predict_calls(model_dir):
         finally:
             tracemalloc.stop()
     assert grown < 128 * 1024, f"{grown} bytes more after 200 calls"
+
+
+def test_predicting_texts_the_tokenizer_cannot_read_says_so_and_still_writes(tiny_model, tmp_path, caplog):
+    """Rows of words outside the vocabulary are [UNK] to the model: the predictions are written, with a warning."""
+    import logging
+
+    from tuneloop.cli.main import main
+
+    texts = ["the cat sees a dog", "a red car is fast"] * 10
+    model_dir = tuneloop.train(**fast_options(tiny_model, epochs=1), train=(texts, ["cat", "car"] * 10),
+                               output_dir=str(tmp_path / "run")).output_dir
+    rows = tmp_path / "in.csv"
+    rows.write_text("text\nzebra quokka tapir\nthe cat sees a dog\n")
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "o.csv")]) == 0
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith(f"{rows}: 38% of the texts' tokens are the tokenizer's unknown token [UNK]")   # 3 of 8
+               for m in said), said
+    assert len((tmp_path / "o.csv").read_text().splitlines()) == 3
+    caplog.clear()
+    rows.write_text("text\nthe cat sees a dog\n")
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "p.csv")]) == 0
+    assert not any("unknown token" in r.getMessage() for r in caplog.records)

@@ -19,6 +19,16 @@ STOP_SHARE = 0.5      # the model would read less than half of what it is given:
 SAMPLE = 20_000       # rows counted at most, spread evenly over the split (a share, not a census)
 
 
+def counted(input_ids: list[list[int]], tokenizer) -> tuple[int, int]:
+    """(unknown tokens, tokens that are not special) in these rows' ids; (0, 0) for a tokenizer without one."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or not input_ids:
+        return 0, 0
+    flat = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in input_ids])
+    special = [i for i in tokenizer.all_special_ids if i != unk]
+    return int((flat == unk).sum()), int((~np.isin(flat, special)).sum())
+
+
 def unknown_tokens(ds, tokenizer) -> tuple[float, int | None]:
     """(the share of the tokenized rows' tokens (of SAMPLE rows at most), special tokens left out, that are the
     unknown token; the `doc` — the source row's idx — of the row with the most of them, None when there are
@@ -41,6 +51,16 @@ def unknown_tokens(ds, tokenizer) -> tuple[float, int | None]:
     rows = np.repeat(np.arange(len(ids)), np.asarray(pc.list_value_length(ids)))
     per_row = np.bincount(rows, weights=unknown, minlength=len(ids))
     return float(unknown.sum() / max(content, 1)), int(table.column("doc")[int(per_row.argmax())].as_py())
+
+
+def warn_unknown_in_predictions(unknown: int, content: int, tokenizer, source: str) -> None:
+    """`tuneloop predict`: from WARN_SHARE of the input's tokens unknown, say that its predictions are guesses (they
+    are still written: the rows are the user's to judge)."""
+    share = unknown / max(content, 1)
+    if share >= WARN_SHARE:
+        log.warning(f"{source}: {share:.0%} of the texts' tokens are the tokenizer's unknown token "
+                    f"{tokenizer.unk_token}: the model reads nothing of them, so rows made mostly of them get guesses "
+                    "(a model whose vocabulary covers these texts would read them)")
 
 
 def check_unknown_tokens(train, tokenizer, raw_train, source: str) -> float:

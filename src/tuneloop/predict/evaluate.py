@@ -93,14 +93,17 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
     """`tuneloop predict --input FILE`: one row per input row, decided by the model's rule unless `raw`; returns
     the number written (the main process writes). The file is read (with the one reader's checks and messages:
     data/sources) and tokenized in memory, FILE_CHUNK rows at a time, without building a datasets.Dataset."""
+    from ..data.unknown_tokens import counted, warn_unknown_in_predictions
     from .inputs import encoded
 
-    ids, logits = [], []
+    ids, logits, unknown = [], [], np.zeros(2, dtype=np.int64)
     with clf.accelerated() as accelerator:
         for chunk in file_items(input_path, clf.metadata, text_columns):
             ids += [row_id for row_id, _ in chunk]
-            logits.append(clf.run(encoded([item for _, item in chunk], clf.tokenizer, clf.policy),
-                                  batch_size=batch_size, quiet=quiet).all_logits)
+            tokenized = encoded([item for _, item in chunk], clf.tokenizer, clf.policy)
+            unknown += counted(tokenized.columns["input_ids"], clf.tokenizer)
+            logits.append(clf.run(tokenized, batch_size=batch_size, quiet=quiet).all_logits)
+        warn_unknown_in_predictions(*unknown, clf.tokenizer, input_path)
         rows = clf.table_rows(ids, np.concatenate(logits) if logits else np.zeros((0, 1)), raw=raw, glue=glue)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,
