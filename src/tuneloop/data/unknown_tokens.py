@@ -19,14 +19,19 @@ STOP_SHARE = 0.5      # the model would read less than half of what it is given:
 SAMPLE = 20_000       # rows counted at most, spread evenly over the split (a share, not a census)
 
 
+def _content(flat: np.ndarray, tokenizer, unk: int) -> int:
+    """How many of these ids are the texts' own tokens: every id but the special ones ([CLS], [SEP], padding; the
+    unknown token counts as the text's)."""
+    return int((~np.isin(flat, [i for i in tokenizer.all_special_ids if i != unk])).sum())
+
+
 def counted(input_ids: list[list[int]], tokenizer) -> tuple[int, int]:
-    """(unknown tokens, tokens that are not special) in these rows' ids; (0, 0) for a tokenizer without one."""
+    """(unknown tokens, the texts' own tokens: _content) in these rows' ids; (0, 0) for a tokenizer without one."""
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is None or not input_ids:
         return 0, 0
     flat = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in input_ids])
-    special = [i for i in tokenizer.all_special_ids if i != unk]
-    return int((flat == unk).sum()), int((~np.isin(flat, special)).sum())
+    return int((flat == unk).sum()), _content(flat, tokenizer, unk)
 
 
 def unknown_tokens(ds, tokenizer) -> tuple[float, int | None]:
@@ -43,8 +48,7 @@ def unknown_tokens(ds, tokenizer) -> tuple[float, int | None]:
     table = ds.with_format("arrow").select_columns(["input_ids", "doc"])[:]
     ids = table.column("input_ids").combine_chunks()
     flat = np.asarray(pc.list_flatten(ids))
-    special = [i for i in tokenizer.all_special_ids if i != unk]
-    content = int((~np.isin(flat, special)).sum())
+    content = _content(flat, tokenizer, unk)
     unknown = flat == unk
     if not unknown.any():
         return 0.0, None
