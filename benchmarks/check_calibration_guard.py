@@ -105,6 +105,15 @@ def draws(logits: np.ndarray, labels: np.ndarray, size: int, count: int, seed: i
             "held_out_nll_gain_when_fired": round(float(np.mean(gains)), 4) if gains else None}
 
 
+
+def keep_row(out: str, result: dict, row: dict) -> None:
+    """One model's row: printed, added to the results and the file rewritten (atomically) at once, so a run stopped
+    later keeps what it measured (this check and check_threshold_bagging / check_threshold_confidence)."""
+    print(row, flush=True)
+    result["models"].append(row)
+    write_atomic(out, result)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", default=["sentiment:setfit:16", "questions:setfit:8"],
@@ -136,9 +145,7 @@ def main(argv=None) -> int:
                "scored_rows": len(made["labels"]),
                "sizes": [draws(made["logits"], made["labels"], n, args.draws, args.seed) for n in args.sizes
                          if n < len(made["labels"])]}
-        print(row, flush=True)
-        result["models"].append(row)
-        write_atomic(out, result)
+        keep_row(out, result, row)
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return finish(out, result)
 

@@ -34,8 +34,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _debtags import write_debtags  # noqa: E402
-from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
-from check_calibration_guard import add_model_options, checked_models, model_logits  # noqa: E402
+from bench_train import default_out, finish, machine_info  # noqa: E402
+from check_calibration_guard import add_model_options, checked_models, keep_row, model_logits  # noqa: E402
 
 OBJECTIVES = ("f1", "macro-f1")
 SINGLE, MULTI = "single_label_classification", "multi_label_classification"
@@ -159,9 +159,7 @@ def main(argv=None) -> int:
                    "thinned_to": prevalence,
                    "objectives": {o: [draws(logits, labels, kind, o, n, args.draws, args.seed) for n in args.sizes
                                       if n < len(labels)] for o in OBJECTIVES}}
-            print(row, flush=True)
-            result["models"].append(row)
-            write_atomic(out, result)
+            keep_row(out, result, row)
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return finish(out, result)
 

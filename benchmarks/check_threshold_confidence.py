@@ -28,8 +28,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
-from check_calibration_guard import add_model_options, checked_models, model_logits  # noqa: E402
+from bench_train import default_out, finish, machine_info  # noqa: E402
+from check_calibration_guard import add_model_options, checked_models, keep_row, model_logits  # noqa: E402
 from check_threshold_bagging import thinned  # noqa: E402
 
 SINGLE = "single_label_classification"
@@ -133,9 +133,7 @@ def main(argv=None) -> int:
                    "thinned_to": prevalence,
                    "objectives": {o: [draws(logits, labels, o, n, args.draws, args.confidences, args.seed)
                                       for n in args.sizes if n < len(labels)] for o in args.objectives}}
-            print(row, flush=True)
-            result["models"].append(row)
-            write_atomic(out, result)
+            keep_row(out, result, row)
     result["wall_s"] = round(time.perf_counter() - started, 1)
     return finish(out, result)
 

@@ -70,10 +70,9 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     unknown = set(user) - set(TrainConfig.__dataclass_fields__)
     if unknown:
         raise ConfigError(unknown_options_message(unknown))
-    for name, value in user.items():                      # model=Path(...) from Python: as the string a flag gives
+    for name, value in user.items():     # from Python as from the flag: model=Path(...), lr="2e-5", seeds="1,2"
         if isinstance(value, os.PathLike):
-            user[name] = os.fspath(value)
-    for name, value in user.items():     # from Python as from the flag: lr="2e-5", seeds="1,2", text_columns="review"
+            user[name] = value = os.fspath(value)
         field = TrainConfig.__dataclass_fields__[name]
         kind = field_type(TrainConfig, field)
         if value is None or name == "chosen":

@@ -283,9 +283,10 @@ def assured_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, 
         assured = lower_bound(tp, tp + fn, confidence) >= target - 1e-12
     else:
         cuts = precision_cuts(scores)                     # highest first: the fewest rows flagged first
-        flagged = (scores[:, None] >= cuts).sum(0)
-        cuts = cuts[lower_bound(flagged, flagged, confidence) >= target - 1e-12]    # could pass at all
         chosen = scores[:, None] >= cuts
+        flagged = chosen.sum(0)
+        possible = lower_bound(flagged, flagged, confidence) >= target - 1e-12      # could pass at all
+        cuts, chosen = cuts[possible], chosen[:, possible]
         tp, fp = (chosen & positive[:, None]).sum(0), (chosen & ~positive[:, None]).sum(0)
         fn = positive.sum() - tp
         assured = np.cumprod(lower_bound(tp, tp + fp, confidence) >= target - 1e-12).astype(bool)

@@ -6,7 +6,6 @@ are joined into one text (a bag of words cannot compare two texts: on pair tasks
 
 from __future__ import annotations
 
-import logging
 import time
 
 import numpy as np
@@ -17,8 +16,6 @@ from .metrics import compute
 
 METHOD = "tfidf word 1-2 + char 2-5 grams, logistic regression"
 CHARS_ONLY = "tfidf char 2-5 grams, logistic regression (no word of 2 or more characters in the training rows)"
-log = logging.getLogger("tuneloop")
-
 MAX_FEATURES = 200_000       # per n-gram kind: bounds memory on large data sets
 
 
@@ -78,8 +75,7 @@ LOGITS = {Regression: _scores, MultiLabel: _label_logits, SingleLabel: _class_lo
 def score_baseline(data, metric_names, seed: int) -> dict | None:
     """{"method", "eval" (the run's metrics and loss on its first validation split), "fit_s", "train_rows"}; None
     when there is nothing to train or score on, or a single class to learn. Training rows with no word of two or
-    more characters (scikit-learn's word tokens) get the character n-grams alone (`method` says so); rows without
-    even a character pair, no baseline (said in the log)."""
+    more characters (scikit-learn's word tokens) get the character n-grams alone (`method` says so)."""
     raw, labels = data.raw, data.labels
     if raw.train is None or not raw.evaluation:
         return None
@@ -97,14 +93,8 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     except ValueError as e:       # scikit-learn: "empty vocabulary" (texts of 1-character words, emoji, digits)
         if "empty vocabulary" not in str(e):
             raise
-        try:
-            model, method = baseline_model(objective, seed, words=False).fit(texts, y_train), CHARS_ONLY
-        except ValueError as again:
-            if "empty vocabulary" not in str(again):
-                raise
-            log.warning("baseline: the training rows have no character pair to build TF-IDF features from; "
-                        "not scored")
-            return None
+        # a text is never empty (data/sources refuses one), and char_wb pads each word with spaces: never empty
+        model, method = baseline_model(objective, seed, words=False).fit(texts, y_train), CHARS_ONLY
     logits = LOGITS[type(objective)](model, _texts(table, raw.pair), labels.num_labels)
     metrics = compute(metric_names, logits, y_eval, objective)
     metrics.update(loss=objective.eval_loss(logits, y_eval), num_samples=int(len(y_eval)))

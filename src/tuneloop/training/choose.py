@@ -41,7 +41,7 @@ from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
 from ..runtime.process import random_states
 from . import contrastive, small_data
-from .head_fit import fit_head, folds_of
+from .head_fit import fit_head, folds_of, head_logits
 from .step import AccelerateStep
 
 log = logging.getLogger("tuneloop")
@@ -226,7 +226,7 @@ def head_correct(features, with_bias: bool, objective, labels, train, held, seed
     """Whether the head the run would fit (head_fit.fit_head: with or without a bias, as the model's head) on the
     fold's training rows gets each held-out row right."""
     fitted = fit_head(features[train], labels[train], objective, with_bias, seed)
-    return (features[held] @ fitted["weight"].T + fitted["bias"]).argmax(1) == labels[held]
+    return head_logits(fitted, features[held]).argmax(1) == labels[held]
 
 
 def finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held) -> np.ndarray:

@@ -32,9 +32,14 @@ def out_of_fold(features, labels, objective, with_bias: bool, seed: int) -> tupl
         return None
     logits = np.zeros((len(labels), objective.num_labels))
     for train, held in folds_of(labels, seed):
-        fitted = fit_head(features[train], labels[train], objective, with_bias, seed)
-        logits[held] = features[held] @ fitted["weight"].T + fitted["bias"]
+        logits[held] = head_logits(fit_head(features[train], labels[train], objective, with_bias, seed),
+                                   features[held])
     return logits, labels
+
+
+def head_logits(fitted: dict, features: np.ndarray) -> np.ndarray:
+    """The logits a fitted head (fit_head) gives these rows: what the model's final Linear computes from them."""
+    return features @ fitted["weight"].T + fitted["bias"]
 
 
 def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: bool, seed: int) -> dict:
