@@ -253,3 +253,35 @@ def test_labels_that_differ_only_in_case_or_spacing_are_said(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
         infer_label_schema(datasets.Dataset.from_dict({"label": ["pos", "neg"]}), "auto", None, "labels.csv")
     assert not caplog.records
+
+
+def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_said(tmp_path, caplog):
+    """Excel writes ';' where the comma is the decimal mark: there "2,6" is 2.6 (regression, read alike by the
+    training and the evaluation encoder); in a comma .csv the same quoted labels stay classes, with a warning, and
+    an explicit regression names the decimal comma. A multi-label ',' separator keeps its meaning."""
+    import logging
+
+    rows = [("good", "2,6"), ("bad", "-0,5"), ("fine", "3"), ("ok", ",25")]
+    semi = tmp_path / "scores.csv"
+    semi.write_text("text;score\n" + "".join(f"{t};{s}\n" for t, s in rows))
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        train = load_user_files(str(semi), None, None, None, None).train
+        schema = infer_label_schema(train, "auto", None, str(semi))
+    assert schema.problem_type == "regression"
+    encode = LabelEncoder(schema, str(semi))
+    assert [encode(r["label"], r["pos"]) for r in train] == [2.6, -0.5, 3.0, 0.25]
+    assert any("labels with a decimal comma read as numbers ('2,6' as 2.6)" in r.getMessage() for r in caplog.records)
+    assert infer_label_schema(train, "auto", ",", str(semi)).names == sorted(["-0", "25", "2", "3", "5", "6"])
+
+    comma = tmp_path / "quoted.csv"
+    comma.write_text("text,score\n" + "".join(f'{t},"{s}"\n' for t, s in rows))
+    caplog.clear()
+    train = load_user_files(str(comma), None, None, None, None).train
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        assert infer_label_schema(train, "auto", None, str(comma)).problem_type == "single_label_classification"
+    assert any("look like numbers with a decimal comma" in r.getMessage() for r in caplog.records)
+    with pytest.raises(DataError, match=r"quoted.csv: line 2: regression target '2,6' is not a number; it has a "
+                                        r"decimal comma"):
+        infer_label_schema(train, "regression", None, str(comma))
+    with pytest.raises(DataError, match=r"regression target '2,6' is not a number; it has a decimal comma"):
+        LabelEncoder(schema, str(comma))("2,6", 2)

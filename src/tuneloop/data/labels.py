@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
-from .readers import position_word
+from .readers import decimal_comma, position_word
 
 log = logging.getLogger("tuneloop")
 
@@ -68,7 +69,13 @@ def _split_labels(raw: str, separator: str | None) -> list[str]:
     return [part.strip() for part in raw.split(separator)] if separator else [raw]
 
 
-def _as_float(text: str) -> Optional[float]:
+_COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+")   # 2,6  -0,5  ,25: a number with a decimal comma and nothing else
+
+
+def _as_float(text: str, comma: bool = False) -> Optional[float]:
+    """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma)."""
+    if comma and _COMMA_NUMBER.fullmatch(text):
+        text = text.replace(",", ".")
     try:
         value = float(text)
     except ValueError:
@@ -82,9 +89,10 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if task is not None:
         return LabelSchema(task.problem_type, list(task.label_names or []))
     values = [v for v in train.unique("label") if v is not None]
+    comma, guessed = separator != "," and decimal_comma(source), problem_type == "auto"
     looks_listy = bool(values) and all(v.startswith("[") and v.endswith("]") for v in values)
     if problem_type == "auto":
-        numeric = [_as_float(v) for v in values]
+        numeric = [_as_float(v, comma) for v in values]
         if separator or looks_listy:
             problem_type = MULTI_LABEL
         elif values and all(x is not None for x in numeric) and any(not x.is_integer() for x in numeric):
@@ -92,26 +100,46 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         else:
             problem_type = SINGLE_LABEL
     if problem_type == REGRESSION:
-        bad = next((v for v in values if _as_float(v) is None), None)
+        bad = next((v for v in values if _as_float(v, comma) is None), None)
         if bad is not None:
             row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
             raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} is not a number; "
-                            "fix the label column or drop --problem-type regression")
+                            f"{_comma_hint(bad)}fix the label column or drop --problem-type regression")
+        _say_decimal_comma(values, comma, source)
         return LabelSchema(REGRESSION, [])
     if problem_type == MULTI_LABEL:
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
         _say_near_duplicates(names, source)
         return LabelSchema(problem_type, names, separator)
-    numeric = [_as_float(v) for v in values]
+    numeric = [_as_float(v, comma) for v in values]
     if values and all(x is not None and x.is_integer() for x in numeric):
+        _say_decimal_comma(values, comma, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
     else:
         names = sorted(values)
+        if guessed and all(x is not None or _COMMA_NUMBER.fullmatch(v) for v, x in zip(values, numeric, strict=True)):
+            log.warning(f"{source}: the labels look like numbers with a decimal comma ({max(values, key=len)!r}) and "
+                        f"are trained as {len(names)} classes; for regression write a decimal point, or save the file "
+                        "with ';' separators (a decimal-comma file)")
     if len(names) < 2:
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
     _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names)
+
+
+def _comma_hint(value: str) -> str:
+    """What to do about a number written with a decimal comma in a source that writes a decimal point."""
+    if not _COMMA_NUMBER.fullmatch(value):
+        return ""
+    return "it has a decimal comma: write a decimal point, or save the file with ';' separators (a decimal-comma " \
+        "file); "
+
+
+def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
+    example = next((v for v in values if comma and "," in v), None)
+    if example is not None:
+        log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
 
 
 def _say_near_duplicates(names: list[str], source: str) -> None:
@@ -132,6 +160,7 @@ class LabelEncoder:
     def __init__(self, schema: LabelSchema, source: str, accept_ids: bool = False):
         """`accept_ids`: also take class ids ("0", "1") for named classes, as GLUE's files store them."""
         self.schema, self.source, self.where = schema, source, position_word(source)
+        self.comma = schema.separator != "," and decimal_comma(source)
         self.index = schema.index
         if schema.problem_type == SINGLE_LABEL:
             for i, name in enumerate(schema.names):
@@ -151,9 +180,10 @@ class LabelEncoder:
         """The target of the label text `raw` found at position `pos` of the source."""
         kind = self.schema.problem_type
         if kind == REGRESSION:
-            value = _as_float(raw)
+            value = _as_float(raw, self.comma)
             if value is None:
-                raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number")
+                raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number"
+                                + (f"; {_comma_hint(raw)[:-2]}" if _comma_hint(raw) else ""))
             return value
         if kind == MULTI_LABEL:
             target = [0.0] * len(self.schema.names)
@@ -165,7 +195,7 @@ class LabelEncoder:
             return target
         key = raw
         if key not in self.index:
-            x = _as_float(raw)
+            x = _as_float(raw, self.comma)
             key = str(int(x)) if x is not None and x.is_integer() else raw
         if key not in self.index:
             raise self._unknown(raw, pos)

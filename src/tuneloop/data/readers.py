@@ -58,6 +58,15 @@ def reading_dialect(path: str, fmt: str) -> dict:
     return dialect
 
 
+def decimal_comma(source: str) -> bool:
+    """Whether `source` writes its numbers with a decimal comma ("2,6"): a .csv file read with ';' as its separator
+    (Excel writes ';' exactly where the comma is the decimal mark). Not a file (a table from Python, a Hub
+    split): False."""
+    if Path(str(source)).suffix.lower() != ".csv" or not os.path.isfile(source):
+        return False
+    return reading_dialect(str(source), "csv")["delimiter"] == ";"
+
+
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
 TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
                      ("question", "sentence"), ("question", "context"), ("query", "passage"),
