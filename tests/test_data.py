@@ -285,3 +285,55 @@ def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_
         infer_label_schema(train, "regression", None, str(comma))
     with pytest.raises(DataError, match=r"regression target '2,6' is not a number; it has a decimal comma"):
         LabelEncoder(schema, str(comma))("2,6", 2)
+
+
+def test_a_guessed_label_column_whose_every_row_differs_stops_and_many_gapped_numbers_are_said(tmp_path, caplog):
+    """An id or text column taken for the label gives every row its own class: nothing to learn, so a guessed
+    classification stops naming --label-column (and regression for numbers); an explicit one trains. Many whole
+    numbers with gaps (amounts) are said; class ids 0..K-1 are not."""
+    import logging
+
+    def table(name, labels):
+        path = tmp_path / name
+        path.write_text("text,label\n" + "".join(f"row {i},{v}\n" for i, v in enumerate(labels)))
+        return load_user_files(str(path), None, None, None, None).train, str(path)
+
+    train, src = table("ids.csv", [f"item{i}" for i in range(12)])
+    with pytest.raises(DataError, match=r"ids.csv: every row has a label of its own \(12 different labels in 12 "
+                                        r"rows, e.g. 'item0'\).*--label-column NAME"):
+        infer_label_schema(train, "auto", None, src)
+    assert len(infer_label_schema(train, "single_label_classification", None, src).names) == 12
+    train, src = table("prices.csv", [i * 7 for i in range(12)])
+    with pytest.raises(DataError, match=r"if they are amounts or scores, give --problem-type regression"):
+        infer_label_schema(train, "auto", None, src)
+    small, src_small = table("two.csv", ["a", "b"])
+    assert infer_label_schema(small, "auto", None, src_small).names == ["a", "b"]     # a toy file is not stopped
+
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        train, src = table("scores.csv", [5 * (i % 25) for i in range(60)])
+        assert len(infer_label_schema(train, "auto", None, src).names) == 25
+        said = [r.getMessage() for r in caplog.records]
+        assert any("25 different whole numbers from 0 to 120 with gaps" in m for m in said)
+        caplog.clear()
+        train, src = table("intents.csv", [i % 25 for i in range(60)])
+        assert infer_label_schema(train, "auto", None, src).names == [str(i) for i in range(25)]
+        assert not caplog.records
+
+
+def test_the_baseline_fit_keeps_scikit_learns_many_classes_warning_to_itself():
+    """The label check speaks for the data; scikit-learn's own warning is not shown twice, and the filter is the
+    fit's alone (the same fit outside it still warns)."""
+    import warnings
+
+    from tuneloop.evaluation.baseline import _fitted, baseline_model
+
+    texts, y = [f"text {i} here" for i in range(30)], list(range(30))
+
+    def warned(fit) -> bool:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fit()
+        return any("unique classes" in str(w.message) for w in caught)
+
+    assert not warned(lambda: _fitted(baseline_model("single_label_classification", 0), texts, y))
+    assert warned(lambda: baseline_model("single_label_classification", 0).fit(texts, y))

@@ -121,11 +121,33 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
             log.warning(f"{source}: the labels look like numbers with a decimal comma ({max(values, key=len)!r}) and "
                         f"are trained as {len(names)} classes; for regression write a decimal point, or save the file "
                         "with ';' separators (a decimal-comma file)")
+    if guessed:
+        _check_guessed_classes(names, numeric, len(train), source)
     if len(names) < 2:
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
     _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names)
+
+
+UNIQUE_LABELS_FROM = 10     # rows from which a label column whose every row differs stops a guessed classification
+MANY_NUMBERS = 20           # whole-number labels with more values than this and gaps between them: said
+
+
+def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: str) -> None:
+    """Classes auto guessed from the labels that cannot be what was meant: every row its own class (an id or a text
+    column taken for the label: nothing to learn a class from) stops the run; many whole numbers with gaps between
+    them (amounts, scores) are said, as classes they never share a row."""
+    whole = all(x is not None and x.is_integer() for x in numeric)
+    amounts = "if they are amounts or scores, give --problem-type regression; " if whole else ""
+    if rows >= UNIQUE_LABELS_FROM and len(names) == rows:
+        raise DataError(f"{source}: every row has a label of its own ({rows} different labels in {rows} rows, e.g. "
+                        f"{names[0]!r}): a class needs rows to learn it from; {amounts}if this is not the label "
+                        "column, name it with --label-column NAME (or give --problem-type single_label_classification "
+                        "to train these classes anyway)")
+    if whole and len(names) > MANY_NUMBERS and int(names[-1]) - int(names[0]) + 1 > len(names):
+        log.warning(f"{source}: the labels are {len(names)} different whole numbers from {names[0]} to {names[-1]} "
+                    f"with gaps, trained as {len(names)} classes; {amounts[:-2]}")
 
 
 def _comma_hint(value: str) -> str:

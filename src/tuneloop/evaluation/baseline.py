@@ -7,6 +7,7 @@ are joined into one text (a bag of words cannot compare two texts: on pair tasks
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -72,6 +73,14 @@ def _class_logits(model, texts: list[str], num_labels: int) -> np.ndarray:
 LOGITS = {Regression: _scores, MultiLabel: _label_logits, SingleLabel: _class_logits}   # in the model's convention
 
 
+def _fitted(model, texts: list[str], y):
+    """model.fit, without scikit-learn's warning that many classes of few rows "could represent a regression problem"
+    (the label check said what there was to say: data/labels.py), restored after."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
+        return model.fit(texts, y)
+
+
 def score_baseline(data, metric_names, seed: int) -> dict | None:
     """{"method", "eval" (the run's metrics and loss on its first validation split), "fit_s", "train_rows"}; None
     when there is nothing to train or score on, or a single class to learn. Training rows with no word of two or
@@ -89,12 +98,12 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
         return None
     started, texts, method = time.perf_counter(), _texts(raw.train, raw.pair), METHOD
     try:
-        model = baseline_model(objective, seed).fit(texts, y_train)
+        model = _fitted(baseline_model(objective, seed), texts, y_train)
     except ValueError as e:       # scikit-learn: "empty vocabulary" (texts of 1-character words, emoji, digits)
         if "empty vocabulary" not in str(e):
             raise
         # a text is never empty (data/sources refuses one), and char_wb pads each word with spaces: never empty
-        model, method = baseline_model(objective, seed, words=False).fit(texts, y_train), CHARS_ONLY
+        model, method = _fitted(baseline_model(objective, seed, words=False), texts, y_train), CHARS_ONLY
     logits = LOGITS[type(objective)](model, _texts(table, raw.pair), labels.num_labels)
     metrics = compute(metric_names, logits, y_eval, objective)
     metrics.update(loss=objective.eval_loss(logits, y_eval), num_samples=int(len(y_eval)))
