@@ -195,8 +195,10 @@ class LabelEncoder:
 
     def _unknown(self, value, pos):
         known = ", ".join(self.schema.names[:20])
+        amounts = "; if the labels are amounts, give --problem-type regression" if _as_float(value) is not None and \
+            all(_as_float(n) is not None for n in self.schema.names) else ""
         return DataError(f"{self.source}: {self.where} {pos}: label {value!r} was not seen in the training data "
-                         f"(known: {known}); fix the label or add examples of it to the training data")
+                         f"(known: {known}); fix the label or add examples of it to the training data{amounts}")
 
     def __call__(self, raw: str, pos: int):
         """The target of the label text `raw` found at position `pos` of the source."""

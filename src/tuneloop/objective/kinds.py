@@ -218,16 +218,28 @@ class MultiLabel(Objective):
 
 
 class Regression(Objective):
-    """One score per row: the model's output as it is, mean squared error."""
+    """One score per row: the model's output as it is, mean squared error. `scale`: targets far from unit scale are
+    learned standardised (model/target_scale.py): the training loss divides the residual by it, so it is the
+    standardised targets' mean squared error and its gradients are theirs; the evaluation loss stays the plain mean
+    squared error (`eval_loss` builds the objective without it), as `tuneloop evaluate` reports it."""
 
     kind = REGRESSION
     classes = False
 
+    def __init__(self, num_labels: int = 1, weights=None, scale: float = 1.0):
+        super().__init__(num_labels, weights)
+        self.scale = float(scale)
+
+    def __repr__(self) -> str:
+        return f"Regression(scale={self.scale:g})"
+
     def row_losses(self, logits, targets, soft):
-        return (logits.reshape(-1) - targets.to(logits.dtype).reshape(-1)) ** 2
+        return ((logits.reshape(-1) - targets.to(logits.dtype).reshape(-1)) / self.scale) ** 2
 
     def mean_loss(self, logits, targets, soft):
-        return F.mse_loss(logits.reshape(-1), targets.to(logits.dtype).reshape(-1))
+        if self.scale == 1.0:
+            return F.mse_loss(logits.reshape(-1), targets.to(logits.dtype).reshape(-1))
+        return F.mse_loss(logits.reshape(-1) / self.scale, targets.to(logits.dtype).reshape(-1) / self.scale)
 
     def torch_probabilities(self, logits):
         return logits.reshape(-1, 1)
@@ -260,3 +272,9 @@ def objective_for(labels, weights=None) -> Objective:
     if isinstance(labels, str):
         return KINDS[labels](1, weights)
     return KINDS[labels.problem_type](labels.num_labels, weights)
+
+
+def regression_at(scale) -> Regression:
+    """The regression objective of targets learned at `scale` (model/target_scale.TargetScale, or None: as they
+    are)."""
+    return Regression(1, None, 1.0 if scale is None else scale.scale)

@@ -12,6 +12,7 @@ from ..decision.fit import MIN_FIT_ROWS, VALIDATION_ROWS, fit_decision
 from ..decision.rule import DecisionRule
 from ..evaluation.inference import Evaluation
 from ..layout import PREDICTIONS_DIR
+from ..model import target_scale
 from ..model.loading import save_model
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
@@ -70,7 +71,7 @@ def save_model_folder(run, name: str, rule: DecisionRule | None = None) -> None:
     if run.accelerator.is_main_process:
         # keep_torch_compile=False: a compiled model saves under its plain names (no `_orig_mod.`)
         model = run.accelerator.unwrap_model(run.model, keep_torch_compile=False)
-        with run.timeline.phase("model folders"):
+        with run.timeline.phase("model folders"), target_scale.folded(model):    # a regression head in its units
             save_model(model, run.tokenizer, run.output_dir / name, model_metadata(run, rule))
 
 

@@ -48,6 +48,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
     }
     if acc.device.type == "cuda":
         out["train"]["peak_gpu_memory_mb"] = round(torch.cuda.max_memory_allocated(acc.device) / 2**20, 1)
+    if run.target_scale is not None:           # regression targets learned standardised (model/target_scale.py)
+        out["target_scale"] = run.target_scale.to_dict()
     if run.resumed_from:
         out["resumed_from"] = run.resumed_from
     if state.skipped_batches:

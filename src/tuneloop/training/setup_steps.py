@@ -22,13 +22,14 @@ from ..decision.fit import check_decision_options
 from ..evaluation.inference import Evaluation, evaluate
 from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
-from ..model import pooling
+from ..model import pooling, target_scale
 from ..model.attention import choose as choose_attention
 from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config, resolve_model
 from ..model.lora import add_adapters, trainable_summary
 from ..model.optim import build_optimizer, build_scheduler
+from ..model.target_scale import TargetScale
 from ..model.tokenizer import check_vocabulary, load_tokenizer
-from ..objective import Objective, objective_for
+from ..objective import Objective, objective_for, regression_at
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
@@ -75,6 +76,7 @@ class Run:
     timeline: Timeline = field(default_factory=Timeline)    # seconds per phase (timeline.py)
     auto: dict | None = None            # --method auto: the choice and each candidate's score (choose.py)
     out_of_fold: tuple | None = None    # --method probe: (logits, labels) of its head's folds (contrastive.py)
+    target_scale: TargetScale | None = None    # regression targets learned standardised (model/target_scale.py)
 
     @property
     def metric_for_best(self) -> str:
@@ -148,11 +150,27 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     return data
 
 
-def setup_objective(config: TrainConfig, data: PreparedData, device) -> Objective:
+def setup_objective(config: TrainConfig, data: PreparedData, device, scale: TargetScale | None = None) -> Objective:
     """The problem type's objective, its training loss with --class-weights (the evaluation loss stays
-    unweighted)."""
+    unweighted); regression at the targets' `scale` (setup_target_scale)."""
+    if scale is not None:
+        return regression_at(scale)
     labels = data.train_labels if config.class_weights != "none" else None
     return objective_for(data.labels, balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
+
+
+def setup_target_scale(data: PreparedData, model) -> TargetScale | None:
+    """Regression targets far from unit scale: hooked on the model's head, said (model/target_scale.py); None for
+    other problem types and targets near unit scale. A head saved folded by tuneloop is unfolded either way."""
+    scale = None
+    if data.labels.problem_type == tasks.REGRESSION:
+        scale = target_scale.decide(data.train_labels, target_scale.has_bias(model))
+        target_scale.attach(model, scale)
+    if scale is not None:
+        log.info(f"regression targets far from unit scale ({target_scale.describe(scale)}): learned standardised "
+                 "(the training loss is their mean squared error in units of the scale), predicted and saved in "
+                 "their own units")
+    return scale
 
 
 def metric_names(data: PreparedData) -> tuple[str, ...]:
@@ -168,6 +186,7 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
                                       config.compiled)
     model, new = load_model(config.model, model_cfg, attention, loading_info=True)
     check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
+    target_scale.unfold_saved(model, new)                # a regression head tuneloop saved folded: standardised again
     pooling.restore(model)                               # a folder whose config records the mean (pooling.py)
     check_vocabulary(tokenizer, model, config.model)
     pooled = setup_pooling(config, model, announce)
@@ -343,9 +362,10 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
         machine.effective_precision(config.mixed_precision, config.cpu),
         any(column in data.train.column_names for column in (WEIGHTS, SOFT)))
     model, attention, pooled = setup_model(config, data.labels, tokenizer, accelerator.device.type, levers)
+    scale = setup_target_scale(data, model)      # regression targets far from unit scale: learned standardised
     timeline.mark("model")
     config = config.replace(attention=attention, setfit_pooling=pooled)     # what ran, as config.yaml records it
-    objective = setup_objective(config, data, accelerator.device)
+    objective = setup_objective(config, data, accelerator.device, scale)
     output_dir = Path(config.output_dir) if config.dry_run else setup_run_folder(config, data, accelerator)
     timeline.mark("run folder")
     optimizer = build_optimizer(model, config.lr, config.weight_decay, accelerator.device.type, capturable=captured)
@@ -362,7 +382,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
               state, names, main, model_metadata(config, data, names, main), resumed_from,
               time.perf_counter() - timeline.started, setup_dynamics(data, plan, accelerator, resumed_from),
-              captured=captured, step_reason=step_reason, timeline=timeline)
+              captured=captured, step_reason=step_reason, timeline=timeline, target_scale=scale)
     timeline.mark("optimizer, loaders, state")
     run.auto = chosen
     describe(run)

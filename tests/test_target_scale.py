@@ -1,0 +1,181 @@
+"""Regression targets far from unit scale are learned standardised (model/target_scale.py): the hooked head with
+the scaled loss takes exactly the steps of plain training on standardised targets, the saved folder gives the
+targets' own units to a plain transformers load, and a run starting from such a folder unfolds its head."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+import tuneloop
+from tuneloop import TrainConfig
+from tuneloop.data.batch import Batch
+from tuneloop.model import target_scale
+from tuneloop.objective import Regression
+from tuneloop.training.step import AccelerateStep
+
+from conftest import build_tiny_model, fast_options, sentence
+
+
+def test_targets_near_unit_scale_stay_as_they_are_and_far_ones_are_standardised():
+    rng = np.random.default_rng(0)
+    assert target_scale.decide(rng.uniform(0, 5, 500)) is None             # STS-B's 0-5 scores: unchanged
+    assert target_scale.decide(np.full(20, 36_000.0)) is None               # constant: nothing to scale by
+    prices = rng.normal(36_000, 4_000, 500)
+    scale = target_scale.decide(prices)
+    assert scale.mean == pytest.approx(prices.mean()) and scale.scale == pytest.approx(prices.std())
+    assert target_scale.decide(rng.normal(0, 0.001, 500)).scale == pytest.approx(0.001, rel=0.1)   # tiny rates
+    assert target_scale.decide(rng.normal(50, 1, 500)) is not None          # a mean beyond ±10
+    no_bias = target_scale.decide(prices, with_bias=False)
+    assert no_bias.mean == 0 and no_bias.scale == pytest.approx(np.sqrt(np.mean(prices ** 2)))
+
+
+def _regression_model(folder):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    torch.manual_seed(1)
+    model = AutoModelForSequenceClassification.from_pretrained(folder, num_labels=1, problem_type="regression",
+                                                               ignore_mismatched_sizes=True)
+    return model, AutoTokenizer.from_pretrained(folder)
+
+
+def test_the_hooked_head_takes_the_steps_of_training_on_standardised_targets(tmp_path):
+    """Same init, same batches, AdamW with clipping through the run's step: (hook + scaled loss on y) against (plain
+    model, plain loss on z = (y − mean) / scale). Every weight agrees after the steps, the outputs are y = z·scale
+    + mean, and the folded head alone gives them."""
+    from accelerate import Accelerator
+
+    model, tokenizer = _regression_model(build_tiny_model(tmp_path / "tiny"))
+    plain = copy.deepcopy(model)
+    rng = random.Random(0)
+    texts = [sentence(rng) for _ in range(16)]
+    y = torch.tensor([30_000 + 9_000 * rng.random() for _ in texts])
+    scale = target_scale.decide(y.numpy())
+    target_scale.attach(model, scale)
+    steps = []
+    for m, objective in ((model, Regression(1, None, scale.scale)), (plain, Regression())):
+        optimizer = torch.optim.AdamW(m.parameters(), lr=1e-3, weight_decay=0.01)
+        steps.append(AccelerateStep(Accelerator(cpu=True), m, optimizer, objective, max_grad_norm=1.0))
+    plain.train()
+    model.train()
+    for s in range(6):
+        rows = slice(s % 2 * 8, s % 2 * 8 + 8)
+        inputs = dict(tokenizer(texts[rows], padding=True, return_tensors="pt"))
+        steps[0](Batch(inputs, y[rows]))
+        steps[1](Batch(inputs, (y[rows] - scale.mean) / scale.scale))
+    for (name, a), b in zip(model.named_parameters(), plain.parameters(), strict=True):
+        if name.endswith("key.bias"):    # a key's bias cancels in the softmax: its gradient is rounding, which
+            continue                     # AdamW normalises into steps of lr whatever its size (in both runs)
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5, msg=name)
+    model.eval()
+    plain.eval()
+    inputs = dict(tokenizer(texts, padding=True, return_tensors="pt"))
+    with torch.no_grad():
+        hooked, z = model(**inputs).logits, plain(**inputs).logits
+        torch.testing.assert_close(hooked, z * scale.scale + scale.mean, rtol=1e-5, atol=1e-2)
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        with target_scale.folded(model):
+            assert model.config.tuneloop_target_scale == scale.to_dict()
+            torch.testing.assert_close(model(**inputs).logits, hooked, rtol=1e-5, atol=1e-2)     # no hook: folded
+            head = target_scale.head_of(model)
+            assert not head._forward_hooks
+        for k, v in model.state_dict().items():                 # the exact weights back, and the hook
+            assert torch.equal(v, before[k]), k
+        assert not hasattr(model.config, "tuneloop_target_scale")
+        torch.testing.assert_close(model(**inputs).logits, hooked)
+
+
+def _write_prices(path, n, rng):
+    kinds = {"alpha": 1, "beta": 3, "gamma": 5}
+    with open(path, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["text", "price"])
+        for _ in range(n):
+            kind = rng.choice(list(kinds))
+            words = sentence(rng).split()
+            words.insert(1, kind)
+            out.writerow([" ".join(words), f"{20_000 + 8_000 * kinds[kind] + rng.uniform(-500, 500):.2f}"])
+    return path
+
+
+def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny_model, tmp_path):
+    """results.json says the scale; the saved folder, loaded by plain transformers, gives what tuneloop.load
+    predicts and what the run evaluated (its mse); a run starting from that folder sees the same function."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    rng = random.Random(0)
+    train, dev = _write_prices(tmp_path / "t.csv", 120, rng), _write_prices(tmp_path / "d.csv", 30, rng)
+    out = tmp_path / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(train), validation_file=str(dev), output_dir=str(out),
+                                         label_column="price", **fast_options(tiny_model, epochs=8)))
+    scale = results["target_scale"]
+    assert 30_000 < scale["mean"] < 50_000 and 5_000 < scale["scale"] < 20_000
+    # learned: 0.999, MSE 3.3e5; unscaled (decide → None) the same run ends at Pearson −0.17, MSE 1.8e9
+    assert results["eval"]["pearson"] > 0.9 and results["eval"]["mse"] < 1e7
+    folder = out / "model"
+    assert json.loads((folder / "config.json").read_text())["tuneloop_target_scale"] == scale
+    texts = [r["text"] for r in csv.DictReader(open(dev))]
+    gold = np.array([float(r["price"]) for r in csv.DictReader(open(dev))])
+    plain = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    with torch.no_grad():
+        raw = plain(**tok(texts, padding=True, return_tensors="pt")).logits.view(-1).numpy()
+    predicted = np.array([r["score"] for r in tuneloop.load(folder).predict(texts)])
+    np.testing.assert_allclose(predicted, raw, rtol=1e-4)
+    assert np.mean((raw - gold) ** 2) == pytest.approx(results["eval"]["mse"], rel=1e-3)
+
+    from tuneloop.model.loading import load_model, model_config
+
+    again, new = load_model(str(folder), model_config(str(folder), tuneloop.load(folder).label_schema, None, 0.0, 0),
+                            "eager", loading_info=True)
+    target_scale.unfold_saved(again, new)                          # as a run starting from the folder does
+    target_scale.attach(again, target_scale.TargetScale(**scale))
+    assert not hasattr(again.config, "tuneloop_target_scale")
+    with torch.no_grad():
+        np.testing.assert_allclose(again.eval()(**tok(texts, padding=True, return_tensors="pt")).logits.view(-1)
+                                   .numpy(), raw, rtol=1e-4)
+    fresh = copy.deepcopy(plain)
+    fresh.config.tuneloop_target_scale = scale              # a student cut from the teacher: its head drawn afresh
+    head = target_scale.head_of(fresh).weight.detach().clone()
+    target_scale.unfold_saved(fresh, ["classifier.bias", "classifier.weight"])
+    assert torch.equal(target_scale.head_of(fresh).weight, head) and not hasattr(fresh.config,
+                                                                                 "tuneloop_target_scale")
+
+
+def test_a_scaled_run_stopped_and_resumed_ends_with_the_uninterrupted_runs_weights(tiny_model, tmp_path):
+    """The checkpoint holds the standardised head (the hook is not a weight); the resumed run hooks the same scale
+    from the same rows, so its saved, folded model is the uninterrupted one's."""
+    from safetensors.torch import load_file
+
+    from tuneloop.config.resolve import resolve_config
+    from tuneloop.training.loop import run_training
+
+    rng = random.Random(0)
+    train, dev = _write_prices(tmp_path / "t.csv", 64, rng), _write_prices(tmp_path / "d.csv", 16, rng)
+
+    def config(out, **extra):
+        return resolve_config(TrainConfig(train_file=str(train), validation_file=str(dev), output_dir=str(out),
+                                          label_column="price", save_every="5",
+                                          **fast_options(tiny_model, epochs=2), **extra))
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_7(state):
+        if state.step == 7:
+            raise Stop
+
+    run_training(config(tmp_path / "whole"))
+    with pytest.raises(Stop):
+        run_training(config(tmp_path / "stopped"), on_step=stop_at_7)
+    resumed = run_training(config(tmp_path / "stopped", resume="latest"))
+    assert resumed["resumed_from"].endswith("step-0000005") and resumed["target_scale"]
+    whole, again = (load_file(str(tmp_path / name / "model" / "model.safetensors")) for name in ("whole", "stopped"))
+    for key in whole:
+        torch.testing.assert_close(again[key], whole[key], rtol=0, atol=1e-5, msg=key)
