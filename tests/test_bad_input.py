@@ -39,13 +39,19 @@ def good(tmp_path):
     return write(tmp_path / "good.csv", "text,label\n" + "".join(f"the cat {i},{i % 2}\n" for i in range(10)))
 
 
+@pytest.fixture
+def good_dev(tmp_path):
+    """Validation rows other than `good`'s (the same file on both sides is said: data/overlap.py)."""
+    return write(tmp_path / "good_dev.csv", "text,label\n" + "".join(f"the dog {i},{i % 2}\n" for i in range(6)))
+
+
 def test_missing_text_column(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "bad.csv", "words,label\nthe cat,1\n")
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "bad.csv", "--text-columns", "words")
 
 
-def test_named_text_column_absent(tiny_model, tmp_path, good, capsys):
-    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--text-columns", "body"), capsys),
+def test_named_text_column_absent(tiny_model, tmp_path, good, good_dev, capsys):
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--text-columns", "body"), capsys),
           "good.csv", "'body'", "--text-columns")
 
 
@@ -120,9 +126,9 @@ def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):
     check(code, err, "nyu-mll/glue", "--data-dir")
 
 
-def test_max_length_beyond_the_position_embeddings_is_refused_up_front(tiny_model, tmp_path, good, capsys):
+def test_max_length_beyond_the_position_embeddings_is_refused_up_front(tiny_model, tmp_path, good, good_dev, capsys):
     out = tmp_path / "out"
-    argv = train_argv(tiny_model, tmp_path, good, good, "--max-length", "100")
+    argv = train_argv(tiny_model, tmp_path, good, good_dev, "--max-length", "100")
     check(*run_cli(argv, capsys), "--max-length 100", "position embeddings for 64 tokens", "64 or less")
     assert not out.exists()
 
@@ -185,7 +191,7 @@ def test_an_empty_text_cell_in_a_file_stops_the_run(tiny_model, tmp_path, capsys
     assert not (tmp_path / "run").exists()
 
 
-def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path, good, capsys):
+def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path, good, good_dev, capsys):
     """A partial or foreign checkpoint: transformers would draw the missing encoder weights at random and the run
     would train a different model without a word. The head alone being new is the normal case and passes."""
     import shutil
@@ -198,7 +204,7 @@ def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path
     save_file({k: v for k, v in weights.items() if not k.startswith("bert.encoder.layer.1.")},
               partial / "model.safetensors", metadata={"format": "pt"})
     out = tmp_path / "out"
-    code, err = run_cli(train_argv(str(partial), tmp_path, good, good), capsys)
+    code, err = run_cli(train_argv(str(partial), tmp_path, good, good_dev), capsys)
     check(code, err, f"--model {partial}", "no weights", "16 of the encoder's", "bert.encoder.layer.1.",
           "random values")
     assert not out.exists()
@@ -206,7 +212,7 @@ def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path
     shutil.copytree(tiny_model, headless)
     save_file({k: v for k, v in weights.items() if not k.startswith("classifier.")},
               headless / "model.safetensors", metadata={"format": "pt"})
-    assert run_cli(train_argv(str(headless), tmp_path, good, good), capsys)[0] == 0
+    assert run_cli(train_argv(str(headless), tmp_path, good, good_dev), capsys)[0] == 0
 
 
 def test_texts_the_tokenizer_cannot_read_stop_the_run_before_training(tiny_model, tmp_path, good, capsys):
@@ -239,12 +245,12 @@ def test_a_file_given_as_the_glue_folder_names_the_file_options(tiny_model, tmp_
     check(code, err, "--data-dir", "is not a folder but a file", f"--validation-file {good}")
 
 
-def test_one_column_named_twice_as_a_pair_is_refused(tiny_model, tmp_path, good, capsys):
-    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--text-columns", "text,text"), capsys),
+def test_one_column_named_twice_as_a_pair_is_refused(tiny_model, tmp_path, good, good_dev, capsys):
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--text-columns", "text,text"), capsys),
           "--text-columns", "'text,text' names one column twice")
 
 
-def test_a_max_length_with_no_room_for_text_is_refused(tiny_model, tmp_path, good, capsys):
+def test_a_max_length_with_no_room_for_text_is_refused(tiny_model, tmp_path, good, good_dev, capsys):
     """--max-length 1 trained on [CLS] and [SEP] alone (and exited 0)."""
-    check(*run_cli(train_argv(tiny_model, tmp_path, good, good, "--max-length", "2"), capsys),
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--max-length", "2"), capsys),
           "--max-length 2: the model adds 2 special token(s) to a text, leaving no room for it; give at least 3")

@@ -337,3 +337,35 @@ def test_the_baseline_fit_keeps_scikit_learns_many_classes_warning_to_itself():
 
     assert not warned(lambda: _fitted(baseline_model("single_label_classification", 0), texts, y))
     assert warned(lambda: baseline_model("single_label_classification", 0).fit(texts, y))
+
+
+def test_validation_rows_that_are_training_rows_are_counted_and_said(tiny_model, tmp_path, caplog):
+    """The same text (up to whitespace) or pair on both sides is counted per split and said with an example; the
+    training file given again as --validation-file is said as such; a held-out split of a file without
+    duplicates has none; results.json's data stats carry the count."""
+    import logging
+
+    from tuneloop.data.overlap import check_overlap
+    from tuneloop.model.tokenizer import load_tokenizer
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"the cat {i},{i % 2}\n" for i in range(40)))
+    dev = tmp_path / "dev.csv"
+    dev.write_text("text,label\nthe   cat 3,1\nthe cat 7,0\na dog,1\none bird,0\n")
+    raw = load_user_files(str(train), str(dev), None, None, None)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert check_overlap(raw.train, raw.evaluation, raw.source, held_out=False) == {"validation": 2}
+    said = [r.getMessage() for r in caplog.records]
+    assert any("validation: 2 of 4 rows (50.0%) are also training rows" in m and "'the   cat 3'" in m
+               for m in said)
+    caplog.clear()
+    same = load_user_files(str(train), str(train), None, None, None)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert check_overlap(same.train, same.evaluation, same.source, held_out=False) == {"validation": 40}
+    assert any("is also the training file" in r.getMessage() for r in caplog.records)
+
+    tok = load_tokenizer(tiny_model)
+    config = TrainConfig(train_file=str(train), model=tiny_model, quiet=True)
+    assert prepare_data(config, tok).stats["validation"]["rows_in_training"] == 0
+    config = TrainConfig(train_file=str(train), validation_file=str(dev), model=tiny_model, quiet=True)
+    assert prepare_data(config, tok).stats["validation"]["rows_in_training"] == 2

@@ -13,6 +13,7 @@ from ..config.data_options import DataOptions
 from ..exceptions import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
+from .overlap import check_overlap
 from .long_texts import TextPolicy, default_max_length
 from .sources import RawData, load_raw
 from .split import describe as describe_split
@@ -86,6 +87,9 @@ def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = No
     policy.check(tokenizer, raw.pair)
 
     stats = {split: dict(s) for split, s in raw.stats.items()}
+    if raw.train is not None:             # validation rows that are training rows: said, counted (overlap.py)
+        for split, count in check_overlap(raw.train, raw.evaluation, raw.source, held is not None).items():
+            stats.setdefault(split, {})["rows_in_training"] = count
 
     def run(ds, split, with_labels):
         encoder = LabelEncoder(labels, raw.source.get(split, split), accept_ids=task is not None) if with_labels \
