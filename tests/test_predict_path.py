@@ -327,3 +327,18 @@ def test_predicting_texts_the_tokenizer_cannot_read_says_so_and_still_writes(tin
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
         assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "p.csv")]) == 0
     assert not any("unknown token" in r.getMessage() for r in caplog.records)
+
+
+def test_predict_from_python_says_once_per_model_when_its_texts_are_unreadable(tiny_model, caplog):
+    """Classifier.predict (and serve, through the same logits) warns the first time its texts are 5% or more
+    [UNK], once for the loaded model; readable texts say nothing."""
+    import logging
+
+    clf = tuneloop.load(tiny_model)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        clf.predict(["the cat sees a dog"])
+        assert not any("unknown token" in r.getMessage() for r in caplog.records)
+        clf.predict(["zebra quokka tapir", "the cat sees a dog"])
+        clf.predict_proba(["zebra quokka tapir"])
+    said = [r.getMessage() for r in caplog.records if "unknown token" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("texts to predict (said once for this model): 38% of the texts'")

@@ -57,14 +57,16 @@ def unknown_tokens(ds, tokenizer) -> tuple[float, int | None]:
     return float(unknown.sum() / max(content, 1)), int(table.column("doc")[int(per_row.argmax())].as_py())
 
 
-def warn_unknown_in_predictions(unknown: int, content: int, tokenizer, source: str) -> None:
-    """`tuneloop predict`: from WARN_SHARE of the input's tokens unknown, say that its predictions are guesses (they
-    are still written: the rows are the user's to judge)."""
+def warn_unknown_in_predictions(unknown: int, content: int, tokenizer, source: str) -> bool:
+    """`tuneloop predict`, `Classifier.predict`, `serve`: from WARN_SHARE of the input's tokens unknown, say that its
+    predictions are guesses (they are still made: the rows are the user's to judge); whether it was said."""
     share = unknown / max(content, 1)
     if share >= WARN_SHARE:
         log.warning(f"{source}: {share:.0%} of the texts' tokens are the tokenizer's unknown token "
                     f"{tokenizer.unk_token}: the model reads nothing of them, so rows made mostly of them get guesses "
                     "(a model whose vocabulary covers these texts would read them)")
+        return True
+    return False
 
 
 def check_unknown_tokens(train, tokenizer, raw_train, source: str) -> float:

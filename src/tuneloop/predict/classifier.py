@@ -21,6 +21,7 @@ import numpy as np
 from ..config.options import PRECISIONS
 from ..data.labels import LabelSchema
 from ..data.long_texts import TextPolicy, default_max_length
+from ..data.unknown_tokens import counted, warn_unknown_in_predictions
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
 from ..layout import ADAPTER_CONFIG_FILE, MODEL_CONFIG_FILE, MODEL_DIR
@@ -111,6 +112,7 @@ class Classifier(contextlib.AbstractContextManager):
         self.rule = DecisionRule.from_dict(metadata.get("decision")) if self.objective.classes else None
         self.precision = "onnx" if backend == "onnx" else "fp32"
         self._device = None
+        self._said_unknown = False
 
     @classmethod
     def load(cls, path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32",
@@ -264,8 +266,14 @@ class Classifier(contextlib.AbstractContextManager):
     def logits(self, items: list[tuple[str, str | None]]) -> np.ndarray:
         """Logits, a row per (text, second text or None) — checked rows, as `items` gives them — in order: tokenized
         as the run read its texts (long texts cut or windowed and pooled back), then `run` longest first in batches
-        of at most CHUNK rows and batches.TOKEN_BUDGET tokens."""
-        return self.run(encoded(items, self.tokenizer, self.policy), batch_size=CHUNK).all_logits
+        of at most CHUNK rows and batches.TOKEN_BUDGET tokens. The first call whose texts are WARN_SHARE or more
+        the tokenizer's unknown token says so (data/unknown_tokens.py), once for this model (a server's log too)."""
+        tokenized = encoded(items, self.tokenizer, self.policy)
+        if not self._said_unknown:            # texts the vocabulary cannot read: said once per loaded model
+            self._said_unknown = warn_unknown_in_predictions(
+                *counted(tokenized.columns["input_ids"], self.tokenizer), self.tokenizer,
+                "texts to predict (said once for this model)")
+        return self.run(tokenized, batch_size=CHUNK).all_logits
 
     def rows(self, logits: np.ndarray, *, raw: bool = False) -> list[dict]:
         """{"label", "probabilities"} (or {"score"}) per row of logits, under the rule unless `raw`."""
