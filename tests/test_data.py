@@ -369,3 +369,18 @@ def test_validation_rows_that_are_training_rows_are_counted_and_said(tiny_model,
     assert prepare_data(config, tok).stats["validation"]["rows_in_training"] == 0
     config = TrainConfig(train_file=str(train), validation_file=str(dev), model=tiny_model, quiet=True)
     assert prepare_data(config, tok).stats["validation"]["rows_in_training"] == 2
+
+
+def test_a_multi_label_row_with_none_of_the_labels_is_written_as_an_empty_list(tmp_path):
+    """An empty cell stays an error (a row nobody labelled looks the same), naming the way to say "none of them":
+    [] is a row negative for every label."""
+    path = tmp_path / "tags.csv"
+    path.write_text('text,tags\na b,"x,y"\nc d,"[]"\ne f,"y"\n')
+    train = load_user_files(str(path), None, None, None, "tags").train
+    schema = infer_label_schema(train, "auto", ",", str(path))
+    encode = LabelEncoder(schema, str(path))
+    assert schema.names == ["x", "y"] and [encode(r["label"], r["pos"]) for r in train] == [[1, 1], [0, 0], [0, 1]]
+    path.write_text('text,tags\na b,"x,y"\nc d,\n')
+    with pytest.raises(DataError, match=r"tags.csv: line 3: empty label in column 'tags'.*write \[\] for a row "
+                                        r"with none of the labels"):
+        load_user_files(str(path), None, None, None, "tags")

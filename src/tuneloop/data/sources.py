@@ -83,7 +83,8 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
         raw_label = _label_text(row.get(label)) if label else None
         if need_label and not raw_label:
             raise DataError(f"{where}: {word} {position}: empty label in column {label!r}; every "
-                            "training/evaluation example needs one")
+                            "training/evaluation example needs one (multi-label: write [] for a row with none of the "
+                            "labels)")
         yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
                "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
         idx += 1
