@@ -221,3 +221,17 @@ def test_the_options_declared_the_estimators_own_are_refused_in_options():
         with pytest.raises(ConfigError, match=f"'{name}' is the estimator's own"):
             TuneloopClassifier(options={name: "x"})._train_options()
     assert TuneloopClassifier(options={"calibrate": "none"})._train_options()["calibrate"] == "none"
+
+
+def test_a_y_of_several_columns_is_refused_in_one_line_before_training(tiny_model, tmp_path):
+    """scikit-learn's multi-label indicator matrix (or multi-output y) is not one target per text: a DataError
+    naming tuneloop.train's list-of-labels form, before any folder is written (was: '[0.0, 0.0]' read as one
+    class name)."""
+    texts = ["the cat sees a dog", "a red car is fast"] * 10
+    for estimator in (TuneloopClassifier(tiny_model, output_dir=str(tmp_path)), TuneloopRegressor(tiny_model)):
+        with pytest.raises(DataError, match=r"y: 2 columns, but these estimators learn one target per text.*"
+                                            r"tuneloop.train with a list of labels per text"):
+            estimator.fit(texts, np.zeros((20, 2)))
+    assert not list(tmp_path.iterdir())
+    assert TuneloopClassifier(tiny_model, options={"max_steps": 1}).fit(texts, np.array([[0], [1]] * 10)).classes_ \
+        .tolist() == [0, 1]                                        # one column is one target

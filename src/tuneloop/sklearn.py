@@ -60,11 +60,17 @@ def as_texts(X, name: str = "X") -> list:
 
 
 def as_targets(y) -> list:
-    """y as a list of plain Python values (a 1-column frame or (n, 1) array read as its column)."""
+    """y as a list of plain Python values (a 1-column frame or (n, 1) array read as its column). Several columns
+    (scikit-learn's multi-label indicator matrix, or multi-output) are refused: the estimators take one target."""
+    from tuneloop.exceptions import DataError
+
     if type(y).__name__ == "DataFrame" and y.shape[1] == 1:
         y = y.iloc[:, 0]
     if hasattr(y, "ndim") and y.ndim == 2 and y.shape[1] == 1:
         y = y.reshape(-1) if hasattr(y, "reshape") else y
+    if hasattr(y, "ndim") and y.ndim > 1:
+        raise DataError(f"y: {y.shape[1]} columns, but these estimators learn one target per text; for several "
+                        "labels per text (multi-label), call tuneloop.train with a list of labels per text")
     return list(y.tolist() if hasattr(y, "tolist") else y)
 
 
