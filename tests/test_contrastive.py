@@ -352,3 +352,16 @@ def test_the_pair_stage_has_no_dropout_after_the_encoder_and_the_loop_gets_it_ba
                    train=train, validation=train, output_dir=str(tmp_path / "run"))
     assert seen and all(head == [False] and encoder and all(encoder) for head, encoder in seen)
     assert after and all(after[0])
+
+
+def test_max_steps_caps_the_pair_stage_and_auto_runs_that_many_steps_without_cross_validation(tiny_model, tmp_path):
+    """--max-steps N is a run of N steps: the stage stops after N pair steps (it would take 32 here), and
+    --method auto does not cross-validate candidates trained N steps (it fine-tunes, as with --save-every)."""
+    train, dev = pair_rows(32, 0), pair_rows(20, 1)
+    capped = tuneloop.train(**fast_options(tiny_model, **SETFIT), max_steps=5, train=train, validation=dev,
+                            output_dir=str(tmp_path / "capped"))
+    assert capped["setfit"]["steps"] == 5 and capped["setfit"]["max_steps"] == 5
+    auto = tuneloop.train(**fast_options(tiny_model, small_data="auto"), max_steps=3, train=train, validation=dev,
+                          output_dir=str(tmp_path / "auto"))
+    assert auto["auto"] == {"chosen": "finetune", "why": "--max-steps 3 asks for a run of that many steps"}
+    assert auto["train"]["steps"] == 3

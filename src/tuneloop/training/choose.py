@@ -65,7 +65,8 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         return finetune, None                   # the usual run: nothing to choose
     why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
            else "a dry run (the cross-validation runs when training)" if config.dry_run
-           else "--save-every asks for the training loop's checkpoints" if config.save_every else None)
+           else "--save-every asks for the training loop's checkpoints" if config.save_every
+           else f"--max-steps {config.max_steps} asks for a run of that many steps" if config.max_steps else None)
     labels = np.asarray(data.train_labels)
     counts = np.unique(labels, return_counts=True)[1] if why is None else None
     if why is None and (len(counts) < 2 or counts.min() < 2):

@@ -285,7 +285,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
     starts = steps_a_pass(len(first), size, processes)
     epochs = passes(cfg, len(starts))
-    total = len(starts) * epochs
+    total = len(starts) * epochs if not cfg.max_steps else min(len(starts) * epochs, cfg.max_steps)
     optimizer = build_optimizer(model, cfg.setfit_lr, cfg.weight_decay, acc.device.type, exclude=head.parameters())
     params = [p for group in optimizer.param_groups for p in group["params"]]     # the body's: the head is fitted
     scheduler = build_scheduler(optimizer, "linear", total, 0, 0.1)
@@ -305,6 +305,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
                 module.eval()
         for epoch in range(epochs):
             order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
+            if len(losses) == total:
+                break
             for s in (starts[i] for i in order):
                 share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
                 a, b = first[share], second[share]
@@ -317,6 +319,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
                 bar.update(1)
                 if len(losses) % cfg.log_every == 0:
                     bar.set_postfix(loss=f"{float(losses[-1]):.4f}", refresh=False)
+                if len(losses) == total:                           # --max-steps: the stage's steps too
+                    break
                 if signal_number := stop():
                     raise Interrupted(f"interrupted in the SetFit stage after {len(losses)} of {total} pair steps; "
                                       "the stage saves no checkpoint, so nothing to resume: run the same command "
@@ -328,7 +332,8 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
             "min_steps": None if cfg.setfit_epochs is not None else MIN_STEPS,      # None: the passes were given
             "iterations": cfg.setfit_iterations,
             "pair_limit": PAIR_LIMIT if cfg.setfit_iterations is None else None, "batch_size": size,
-            "lr": cfg.setfit_lr, "loss_first": round(mean[0], 5), "loss_last": round(mean[1], 5),
+            "lr": cfg.setfit_lr, "max_steps": cfg.max_steps, "loss_first": round(mean[0], 5),
+            "loss_last": round(mean[1], 5),
             "pieces": most}        # the most forward/backward passes a step took (pair_pieces.py; 1: whole)
 
 
