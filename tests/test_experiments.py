@@ -225,3 +225,15 @@ def test_bad_trials_and_storage_are_one_line(tiny_model, train_csv, tmp_path, sp
     err = capsys.readouterr().err.strip()
     assert err.startswith("tuneloop search: error: --storage bogus://x: cannot open a study there (") and \
         "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_an_intervals_ends_stay_within_what_the_metric_can_take():
+    """Two runs of a correlation near 1 (or an error near 0) would give a t-interval past the metric's range."""
+    from tuneloop.experiments.runs import interval
+
+    pearson = interval([0.8867 - 0.0109, 0.8867 + 0.0109], "pearson")
+    assert pearson["ci95"][1] == 1.0 and pearson["ci95"][0] < 0.8
+    assert interval([0.001, 0.3], "mse")["ci95"][0] == 0.0
+    assert interval([0.2, 0.9], "accuracy")["ci95"] == [0.0, 1.0]
+    assert interval([0.60, 0.62], "accuracy")["ci95"] == pytest.approx([0.4829, 0.7371], abs=1e-4)   # inside
+    assert interval([5.0, 9.0], "other")["ci95"][0] < 0                                          # unbounded

@@ -121,6 +121,10 @@ BINARY_METRICS = ("accuracy", "f1")
 MULTI_LABEL_METRICS = ("f1_micro", "f1_macro", "exact_match")
 REGRESSION_METRICS = ("pearson", "spearmanr", "mse")
 LOWER_IS_BETTER = ("loss", "mse")
+# the values a metric can take (an interval of its mean is cut to them); one not named here: any number
+METRIC_RANGES = {**dict.fromkeys(("accuracy", "f1", "f1_macro", "f1_micro", "exact_match"), (0.0, 1.0)),
+                 **dict.fromkeys(("pearson", "spearmanr", "matthews_correlation"), (-1.0, 1.0)),
+                 **dict.fromkeys(("mse", "loss"), (0.0, float("inf")))}
 ALWAYS_REPORTED = ("loss",)                # every evaluation also reports the loss (and num_samples)
 
 
@@ -152,6 +156,10 @@ def possible_metrics(task: TaskSpec | None, problem_type: str = "auto") -> tuple
         kinds = PROBLEM_TYPES if problem_type == "auto" else (problem_type,)
         names = tuple(dict.fromkeys(n for kind in kinds for count in (2, 3) for n in metric_names(None, kind, count)))
     return names + ALWAYS_REPORTED
+
+
+def metric_range(metric: str) -> tuple[float, float]:
+    return METRIC_RANGES.get(metric, (float("-inf"), float("inf")))
 
 
 def lower_is_better(metric: str) -> bool:

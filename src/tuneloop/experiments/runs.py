@@ -27,7 +27,7 @@ from ..config.options import TrainConfig
 from ..exceptions import ConfigError
 from ..layout import BEST_DIR, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
 from ..objective import SingleLabel
-from ..tasks import signed_score
+from ..tasks import metric_range, signed_score
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder, is_run_folder
 from .common import copy_folder, resume_point
@@ -110,15 +110,17 @@ def collapsed(results: dict) -> bool:
     return len(predicted) <= 1
 
 
-def interval(values: list[float]) -> dict:
-    """mean, sample std and the 95% t-interval of the mean."""
+def interval(values: list[float], metric: str | None = None) -> dict:
+    """mean, sample std and the 95% t-interval of the mean, cut to the values `metric` can take (a correlation's
+    interval over 2 runs would otherwise reach past 1)."""
     from scipy.stats import t
 
     n, mean = len(values), float(np.mean(values))
     std = float(np.std(values, ddof=1)) if n > 1 else 0.0
     half = float(t.ppf(0.975, n - 1) * std / math.sqrt(n)) if n > 1 else float("nan")
-    return {"mean": round(mean, 6), "std": round(std, 6), "ci95": [round(mean - half, 6), round(mean + half, 6)]
-            if n > 1 else None, "n": n}
+    low, high = metric_range(metric) if metric else (-math.inf, math.inf)
+    return {"mean": round(mean, 6), "std": round(std, 6),
+            "ci95": [round(max(mean - half, low), 6), round(min(mean + half, high), 6)] if n > 1 else None, "n": n}
 
 
 def summarise(config: TrainConfig, runs: list[dict]) -> dict:
@@ -129,7 +131,7 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
     metric = config.metric_for_best or main
     metrics = [k for k in counted[0]["results"]["eval"] if k != "num_samples"]
     per_run = {r["name"]: {k: r["results"]["eval"].get(k) for k in metrics} for r in runs}
-    stats = {k: interval([r["results"]["eval"][k] for r in counted]) for k in metrics}
+    stats = {k: interval([r["results"]["eval"][k] for r in counted], k) for k in metrics}
     best_of = [r for r in counted if not r["collapsed"]] or counted
 
     def score(r):
@@ -138,7 +140,7 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
 
     best = max(best_of, key=score)
     baselines = [r["results"]["baseline"]["eval"] for r in counted if r["results"].get("baseline")]
-    baseline = {k: interval([b[k] for b in baselines]) for k in metrics if all(k in b for b in baselines)} \
+    baseline = {k: interval([b[k] for b in baselines], k) for k in metrics if all(k in b for b in baselines)} \
         if baselines else None                    # the TF-IDF baseline on each run's rows (folds: its fold's)
     return {"baseline": baseline, "kind": "folds" if config.folds else "seeds", "main_metric": main,
             "metric_for_best": metric,
