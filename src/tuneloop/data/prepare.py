@@ -13,8 +13,8 @@ from ..config.data_options import DataOptions
 from ..exceptions import DataError
 from ..tasks import TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
-from .overlap import check_overlap
 from .long_texts import TextPolicy, default_max_length
+from .overlap import check_overlap
 from .sources import RawData, load_raw
 from .split import describe as describe_split
 from .split import hold_out
