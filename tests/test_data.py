@@ -261,7 +261,7 @@ def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_
     an explicit regression names the decimal comma. A multi-label ',' separator keeps its meaning."""
     import logging
 
-    rows = [("good", "2,6"), ("bad", "-0,5"), ("fine", "3"), ("ok", ",25")]
+    rows = [("good", "2,6"), ("bad", "-0,5"), ("fine", "3"), ("ok", ",25"), ("dear", "1.250,5")]
     semi = tmp_path / "scores.csv"
     semi.write_text("text;score\n" + "".join(f"{t};{s}\n" for t, s in rows))
     with caplog.at_level(logging.INFO, logger="tuneloop"):
@@ -269,9 +269,10 @@ def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_
         schema = infer_label_schema(train, "auto", None, str(semi))
     assert schema.problem_type == "regression"
     encode = LabelEncoder(schema, str(semi))
-    assert [encode(r["label"], r["pos"]) for r in train] == [2.6, -0.5, 3.0, 0.25]
+    assert [encode(r["label"], r["pos"]) for r in train] == [2.6, -0.5, 3.0, 0.25, 1250.5]
     assert any("labels with a decimal comma read as numbers ('2,6' as 2.6)" in r.getMessage() for r in caplog.records)
-    assert infer_label_schema(train, "auto", ",", str(semi)).names == sorted(["-0", "25", "2", "3", "5", "6"])
+    assert infer_label_schema(train, "auto", ",", str(semi)).names == sorted(["-0", "25", "2", "3", "5", "6",
+                                                                              "1.250"])
 
     comma = tmp_path / "quoted.csv"
     comma.write_text("text,score\n" + "".join(f'{t},"{s}"\n' for t, s in rows))

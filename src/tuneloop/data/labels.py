@@ -70,10 +70,18 @@ def _split_labels(raw: str, separator: str | None) -> list[str]:
 
 
 _COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+")   # 2,6  -0,5  ,25: a number with a decimal comma and nothing else
+_GROUPED_COMMA_NUMBER = re.compile(r"[+-]?\d{1,3}(\.\d{3})+,\d+")   # 1.250,50: dots group thousands (a bare 1.250
+                                                                     # stays 1.25: with no comma it could be either)
+
+
+def _written_with_comma(text: str) -> bool:
+    return bool(_COMMA_NUMBER.fullmatch(text) or _GROUPED_COMMA_NUMBER.fullmatch(text))
 
 
 def _as_float(text: str, comma: bool = False) -> Optional[float]:
     """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma)."""
+    if comma and _GROUPED_COMMA_NUMBER.fullmatch(text):
+        text = text.replace(".", "")
     if comma and _COMMA_NUMBER.fullmatch(text):
         text = text.replace(",", ".")
     try:
@@ -117,7 +125,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
     else:
         names = sorted(values)
-        if guessed and all(x is not None or _COMMA_NUMBER.fullmatch(v) for v, x in zip(values, numeric, strict=True)):
+        if guessed and all(x is not None or _written_with_comma(v) for v, x in zip(values, numeric, strict=True)):
             log.warning(f"{source}: the labels look like numbers with a decimal comma ({max(values, key=len)!r}) and "
                         f"are trained as {len(names)} classes; for regression write a decimal point, or save the file "
                         "with ';' separators (a decimal-comma file)")
@@ -152,7 +160,7 @@ def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: s
 
 def _comma_hint(value: str) -> str:
     """What to do about a number written with a decimal comma in a source that writes a decimal point."""
-    if not _COMMA_NUMBER.fullmatch(value):
+    if not _written_with_comma(value):
         return ""
     return "it has a decimal comma: write a decimal point, or save the file with ';' separators (a decimal-comma " \
         "file); "
