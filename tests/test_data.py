@@ -316,6 +316,11 @@ def test_a_guessed_label_column_whose_every_row_differs_stops_and_many_gapped_nu
         said = [r.getMessage() for r in caplog.records]
         assert any("25 different whole numbers from 0 to 120 with gaps" in m for m in said)
         caplog.clear()
+        train, src = table("years.csv", [1990 + i % 25 for i in range(60)])
+        infer_label_schema(train, "auto", None, src)
+        assert any("25 different whole numbers from 1990 to 2014, trained as" in r.getMessage()
+                   for r in caplog.records)
+        caplog.clear()
         train, src = table("intents.csv", [i % 25 for i in range(60)])
         assert infer_label_schema(train, "auto", None, src).names == [str(i) for i in range(25)]
         assert not caplog.records

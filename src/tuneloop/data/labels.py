@@ -139,13 +139,13 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
 
 
 UNIQUE_LABELS_FROM = 10     # rows from which a label column whose every row differs stops a guessed classification
-MANY_NUMBERS = 20           # whole-number labels with more values than this and gaps between them: said
+MANY_NUMBERS = 20           # whole-number labels with more values than this, not ids 0..K-1 or 1..K: said
 
 
 def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: str) -> None:
     """Classes auto guessed from the labels that cannot be what was meant: every row its own class (an id or a text
-    column taken for the label: nothing to learn a class from) stops the run; many whole numbers with gaps between
-    them (amounts, scores) are said, as classes they never share a row."""
+    column taken for the label: nothing to learn a class from) stops the run; many whole numbers that are not class
+    ids (gaps between them, or a first one other than 0 or 1: amounts, years, ages) are said."""
     whole = all(x is not None and x.is_integer() for x in numeric)
     amounts = "if they are amounts or scores, give --problem-type regression; " if whole else ""
     if rows >= UNIQUE_LABELS_FROM and len(names) == rows:
@@ -153,9 +153,11 @@ def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: s
                         f"{names[0]!r}): a class needs rows to learn it from; {amounts}if this is not the label "
                         "column, name it with --label-column NAME (or give --problem-type single_label_classification "
                         "to train these classes anyway)")
-    if whole and len(names) > MANY_NUMBERS and int(names[-1]) - int(names[0]) + 1 > len(names):
-        log.warning(f"{source}: the labels are {len(names)} different whole numbers from {names[0]} to {names[-1]} "
-                    f"with gaps, trained as {len(names)} classes; {amounts[:-2]}")
+    if whole and len(names) > MANY_NUMBERS:
+        gaps = int(names[-1]) - int(names[0]) + 1 > len(names)
+        if gaps or int(names[0]) not in (0, 1):          # class ids run 0..K-1 or 1..K; years, ages, prices do not
+            log.warning(f"{source}: the labels are {len(names)} different whole numbers from {names[0]} to "
+                        f"{names[-1]}{' with gaps' if gaps else ''}, trained as {len(names)} classes; {amounts[:-2]}")
 
 
 def _comma_hint(value: str) -> str:
