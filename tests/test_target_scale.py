@@ -179,3 +179,16 @@ def test_a_scaled_run_stopped_and_resumed_ends_with_the_uninterrupted_runs_weigh
     whole, again = (load_file(str(tmp_path / name / "model" / "model.safetensors")) for name in ("whole", "stopped"))
     for key in whole:
         torch.testing.assert_close(again[key], whole[key], rtol=0, atol=1e-5, msg=key)
+
+
+def test_errors_csv_gives_a_regression_target_as_it_was_written():
+    """Targets travel as float32: 59424.81 is 59424.80859375 there; errors.csv and inspect show 59424.81."""
+    from tuneloop.analysis.wrong_rows import error_rows
+    from tuneloop.data.labels import LabelSchema
+
+    import datasets
+
+    table = datasets.Dataset.from_dict({"id": ["a", "b"], "text_a": ["one", "two"], "text_b": [None, None]})
+    rows = error_rows(table, np.array([[59000.5], [100.0]]), np.array([59424.81, 99.5], dtype=np.float32),
+                      LabelSchema("regression", []))
+    assert [(r["gold"], r["abs_error"]) for r in rows] == [(59424.81, 424.31), (99.5, 0.5)]

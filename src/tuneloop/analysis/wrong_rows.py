@@ -9,8 +9,10 @@ from ..objective import MultiLabel, Regression, SingleLabel
 
 
 def _score_row(row: dict, prob, pred, label, schema, objective) -> tuple[float, dict]:
-    """Regression: every row, by its absolute error."""
-    row.update(gold=float(label), predicted=round(float(pred), 6), abs_error=round(abs(float(pred) - float(label)), 6))
+    """Regression: every row, by its absolute error. The gold target as it was written (targets are stored as
+    float32: 59424.81 would print as 59424.80859375)."""
+    gold = float(str(np.float32(label)))
+    row.update(gold=gold, predicted=round(float(pred), 6), abs_error=round(abs(float(pred) - gold), 6))
     return row["abs_error"], row
 
 
