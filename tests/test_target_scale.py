@@ -132,6 +132,11 @@ def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny
 
     from tuneloop.model.loading import load_model, model_config
 
+    from tuneloop.analysis.inspect import describe_failures
+
+    said = describe_failures(out).splitlines()
+    assert said[0].endswith("errors.csv: 30 validation rows, largest error first")
+
     again, new = load_model(str(folder), model_config(str(folder), tuneloop.load(folder).label_schema, None, 0.0, 0),
                             "eager", loading_info=True)
     target_scale.unfold_saved(again, new)                          # as a run starting from the folder does

@@ -36,6 +36,8 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
         if rows is None:
             continue
         flagged = sum(r.get("likely_wrong") == "True" for r in rows)
+        if rows and "abs_error" in rows[0]:                     # regression: every row, by its error
+            what = "validation rows, largest error first"
         lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
         for n, r in enumerate(rows[:top], 1):
             if "given" in r:
