@@ -34,6 +34,9 @@ def test_targets_near_unit_scale_stay_as_they_are_and_far_ones_are_standardised(
     assert target_scale.decide(rng.normal(50, 1, 500)) is not None          # a mean beyond ±10
     no_bias = target_scale.decide(prices, with_bias=False)
     assert no_bias.mean == 0 and no_bias.scale == pytest.approx(np.sqrt(np.mean(prices ** 2)))
+    assert "root mean square" in target_scale.describe(no_bias)
+    centred = target_scale.decide(np.array([-100.0, 100.0] * 10))             # a mean of exactly 0, with a bias
+    assert target_scale.describe(centred) == "mean 0.0, scale 100.0"
 
 
 def _regression_model(folder):

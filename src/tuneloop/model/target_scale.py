@@ -34,6 +34,7 @@ LOW, HIGH = 0.1, 10.0
 class TargetScale:
     mean: float
     scale: float
+    root_mean_square: bool = False      # a head without a bias: scaled by the RMS, not shifted
 
     def to_dict(self) -> dict:
         return {"mean": self.mean, "scale": self.scale}
@@ -49,7 +50,7 @@ def decide(targets, with_bias: bool = True) -> TargetScale | None:
     if sd == 0 or (LOW <= sd <= HIGH and abs(mean) <= HIGH):
         return None
     if not with_bias:
-        return TargetScale(0.0, float(np.sqrt(np.mean(y * y))))
+        return TargetScale(0.0, float(np.sqrt(np.mean(y * y))), root_mean_square=True)
     return TargetScale(mean, sd)
 
 
@@ -137,5 +138,5 @@ def folded(model):
 
 def describe(scale: TargetScale) -> str:
     digits = max(0, 3 - int(math.floor(math.log10(max(abs(scale.scale), 1e-12)))))
-    return (f"mean {scale.mean:,.{digits}f}, scale {scale.scale:,.{digits}f}" if scale.mean else
-            f"scale {scale.scale:,.{digits}f} (root mean square; the head has no bias to hold a mean)")
+    return (f"scale {scale.scale:,.{digits}f} (root mean square; the head has no bias to hold a mean)"
+            if scale.root_mean_square else f"mean {scale.mean:,.{digits}f}, scale {scale.scale:,.{digits}f}")
