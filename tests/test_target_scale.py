@@ -123,6 +123,7 @@ def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny
     assert results["eval"]["pearson"] > 0.9 and results["eval"]["mse"] < 1e7
     folder = out / "model"
     assert json.loads((folder / "config.json").read_text())["tuneloop_target_scale"] == scale
+    assert "learned them standardised (mean" in (folder / "README.md").read_text()          # the model card says so
     texts = [r["text"] for r in csv.DictReader(open(dev))]
     gold = np.array([float(r["price"]) for r in csv.DictReader(open(dev))])
     plain = AutoModelForSequenceClassification.from_pretrained(folder).eval()

@@ -199,6 +199,11 @@ def _labels_section(f: _Facts) -> list[str]:
         lines += ["Regression: one score (the model outputs a single number"
                   + ("; GLUE STS-B scores run from 0 to 5" if f.spec is not None and f.spec.name == "stsb" else "")
                   + ").", ""]
+        scale = f.results.get("target_scale")
+        if scale:                       # model/target_scale.py: learned standardised, saved in the targets' units
+            lines += [f"The targets were far from unit scale, so the model learned them standardised (mean "
+                      f"{scale['mean']:,.6g}, scale {scale['scale']:,.6g}); that scale is folded into the final layer, "
+                      "so the output is in the targets' own units.", ""]
     else:
         labels_meta = f.metadata.get("labels") or {}
         lines += ["| id | label |", "|---:|---|"] + [f"| {i} | {_md(n)} |" for i, n in enumerate(f.names)] + [""]
