@@ -77,14 +77,13 @@ def test_texts_without_a_word_of_two_characters_get_the_character_baseline(tiny_
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from tuneloop.evaluation.baseline import CHARS_ONLY
-
     rng = random.Random(3)
     texts = [" ".join(rng.choice("0123" if i % 2 else "6789") for _ in range(4)) for i in range(40)]
     frame = pd.DataFrame({"text": texts, "label": ["first" if i % 2 else "second" for i in range(40)]})
     result = tuneloop.train(**fast_options(tiny_model, epochs=1, baseline="tfidf"), train=frame[:30],
                             validation=frame[30:], output_dir=str(tmp_path / "run"))
-    assert result["baseline"]["method"] == CHARS_ONLY
+    assert result["baseline"]["method"] == ("tfidf char 2-5 grams, logistic regression (no word of 2 or more "
+                                            "characters in the training rows)")
     chars = make_pipeline(TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True),
                           LogisticRegression(max_iter=1000, C=4.0, random_state=0)).fit(frame.text[:30],
                                                                                         frame.label[:30])

@@ -98,9 +98,9 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         return LabelSchema(task.problem_type, list(task.label_names or []))
     values = [v for v in train.unique("label") if v is not None]
     comma, guessed = separator != "," and decimal_comma(source), problem_type == "auto"
+    numeric = [_as_float(v, comma) for v in values]
     looks_listy = bool(values) and all(v.startswith("[") and v.endswith("]") for v in values)
     if problem_type == "auto":
-        numeric = [_as_float(v, comma) for v in values]
         if separator or looks_listy:
             problem_type = MULTI_LABEL
         elif values and all(x is not None for x in numeric) and any(not x.is_integer() for x in numeric):
@@ -108,18 +108,17 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         else:
             problem_type = SINGLE_LABEL
     if problem_type == REGRESSION:
-        bad = next((v for v in values if _as_float(v, comma) is None), None)
+        bad = next((v for v, x in zip(values, numeric, strict=True) if x is None), None)
         if bad is not None:
             row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
             raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} is not a number; "
-                            f"{_comma_hint(bad)}fix the label column or drop --problem-type regression")
+                            f"{_comma_hint(bad, '; ')}fix the label column or drop --problem-type regression")
         _say_decimal_comma(values, comma, source)
         return LabelSchema(REGRESSION, [])
     if problem_type == MULTI_LABEL:
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
         _say_near_duplicates(names, source)
         return LabelSchema(problem_type, names, separator)
-    numeric = [_as_float(v, comma) for v in values]
     if values and all(x is not None and x.is_integer() for x in numeric):
         _say_decimal_comma(values, comma, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
@@ -147,25 +146,26 @@ def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: s
     column taken for the label: nothing to learn a class from) stops the run; many whole numbers that are not class
     ids (gaps between them, or a first one other than 0 or 1: amounts, years, ages) are said."""
     whole = all(x is not None and x.is_integer() for x in numeric)
-    amounts = "if they are amounts or scores, give --problem-type regression; " if whole else ""
+    amounts = "if they are amounts or scores, give --problem-type regression"
     if rows >= UNIQUE_LABELS_FROM and len(names) == rows:
         raise DataError(f"{source}: every row has a label of its own ({rows} different labels in {rows} rows, e.g. "
-                        f"{names[0]!r}): a class needs rows to learn it from; {amounts}if this is not the label "
-                        "column, name it with --label-column NAME (or give --problem-type single_label_classification "
-                        "to train these classes anyway)")
+                        f"{names[0]!r}): a class needs rows to learn it from; {amounts + '; ' if whole else ''}if "
+                        "this is not the label column, name it with --label-column NAME (or give --problem-type "
+                        "single_label_classification to train these classes anyway)")
     if whole and len(names) > MANY_NUMBERS:
         gaps = int(names[-1]) - int(names[0]) + 1 > len(names)
         if gaps or int(names[0]) not in (0, 1):          # class ids run 0..K-1 or 1..K; years, ages, prices do not
             log.warning(f"{source}: the labels are {len(names)} different whole numbers from {names[0]} to "
-                        f"{names[-1]}{' with gaps' if gaps else ''}, trained as {len(names)} classes; {amounts[:-2]}")
+                        f"{names[-1]}{' with gaps' if gaps else ''}, trained as {len(names)} classes; {amounts}")
 
 
-def _comma_hint(value: str) -> str:
-    """What to do about a number written with a decimal comma in a source that writes a decimal point."""
+def _comma_hint(value: str, end: str = "") -> str:
+    """What to do about a number written with a decimal comma in a source that writes a decimal point (then `end`);
+    "" for any other value."""
     if not _written_with_comma(value):
         return ""
     return "it has a decimal comma: write a decimal point, or save the file with ';' separators (a decimal-comma " \
-        "file); "
+        f"file){end}"
 
 
 def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
@@ -216,8 +216,9 @@ class LabelEncoder:
         if kind == REGRESSION:
             value = _as_float(raw, self.comma)
             if value is None:
+                hint = _comma_hint(raw)
                 raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number"
-                                + (f"; {_comma_hint(raw)[:-2]}" if _comma_hint(raw) else ""))
+                                + (f"; {hint}" if hint else ""))
             return value
         if kind == MULTI_LABEL:
             target = [0.0] * len(self.schema.names)

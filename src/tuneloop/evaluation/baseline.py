@@ -15,8 +15,6 @@ from ..data.labels import LabelEncoder
 from ..objective import MultiLabel, Objective, Regression, SingleLabel, objective_for
 from .metrics import compute
 
-METHOD = "tfidf word 1-2 + char 2-5 grams, logistic regression"         # regression: ridge regression
-CHARS_ONLY = "tfidf char 2-5 grams, logistic regression (no word of 2 or more characters in the training rows)"
 MAX_FEATURES = 200_000       # per n-gram kind: bounds memory on large data sets
 
 
@@ -73,9 +71,11 @@ def _class_logits(model, texts: list[str], num_labels: int) -> np.ndarray:
 LOGITS = {Regression: _scores, MultiLabel: _label_logits, SingleLabel: _class_logits}   # in the model's convention
 
 
-def _named(method: str, objective) -> str:
-    """The method's words as they are for classes; a regression's head is ridge regression (baseline_model)."""
-    return method.replace("logistic regression", "ridge regression") if isinstance(objective, Regression) else method
+def method_name(objective, words: bool = True) -> str:
+    """results.json's baseline.method: what baseline_model(objective, seed, words) is."""
+    grams = "tfidf word 1-2 + char 2-5 grams" if words else "tfidf char 2-5 grams"
+    head = "ridge regression" if isinstance(objective, Regression) else "logistic regression"
+    return f"{grams}, {head}" + ("" if words else " (no word of 2 or more characters in the training rows)")
 
 
 def _fitted(model, texts: list[str], y):
@@ -101,7 +101,7 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
     classes = objective.classes_of(y_train)
     if classes is not None and len(np.unique(classes)) < 2:
         return None
-    started, texts, method = time.perf_counter(), _texts(raw.train, raw.pair), _named(METHOD, objective)
+    started, texts, method = time.perf_counter(), _texts(raw.train, raw.pair), method_name(objective)
     try:
         model = _fitted(baseline_model(objective, seed), texts, y_train)
     except ValueError as e:       # scikit-learn: "empty vocabulary" (texts of 1-character words, emoji, digits)
@@ -109,7 +109,7 @@ def score_baseline(data, metric_names, seed: int) -> dict | None:
             raise
         # a text is never empty (data/sources refuses one), and char_wb pads each word with spaces: never empty
         model, method = _fitted(baseline_model(objective, seed, words=False), texts, y_train), \
-            _named(CHARS_ONLY, objective)
+            method_name(objective, words=False)
     logits = LOGITS[type(objective)](model, _texts(table, raw.pair), labels.num_labels)
     metrics = compute(metric_names, logits, y_eval, objective)
     metrics.update(loss=objective.eval_loss(logits, y_eval), num_samples=int(len(y_eval)))

@@ -237,6 +237,16 @@ def check_complete(path, missing: list[str],
                             f"from it would mean nothing ({why}): {fix}")
 
 
+def final_linear(model, outputs: int):
+    """(name, module) of the model's last nn.Linear with `outputs` outputs — its head's final layer: BERT's
+    classifier, RoBERTa's classifier.out_proj, a decoder's score; with LoRA the trained copy —, or None."""
+    import torch
+
+    found = [(name, m) for name, m in model.named_modules()
+             if isinstance(m, torch.nn.Linear) and m.out_features == outputs]
+    return found[-1] if found else None
+
+
 def save_model(model, tokenizer, folder: str | os.PathLike, metadata: dict) -> None:
     """save_pretrained model + tokenizer + tuneloop.json into `folder`, atomically (temp folder, then rename)."""
     from ..atomic import atomic_folder, space_guard

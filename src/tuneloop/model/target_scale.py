@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .loading import final_linear
+
 CONFIG_KEY = "tuneloop_target_scale"    # model.config: the scale folded into a saved head
 # Targets are standardised when their standard deviation is outside [LOW, HIGH] or their mean beyond ±HIGH; inside,
 # nothing changes (GLUE STS-B's 0-5 scores: mean 2.7, sd 1.5).
@@ -55,11 +57,11 @@ def decide(targets, with_bias: bool = True) -> TargetScale | None:
 
 
 def head_of(model) -> torch.nn.Linear:
-    """The final Linear with one output: the regression head (with LoRA, its trained copy)."""
-    found = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == 1]
-    if not found:
+    """The regression head's final Linear (loading.final_linear with one output; with LoRA, its trained copy)."""
+    found = final_linear(model, 1)
+    if found is None:
         raise ValueError("no final Linear with one output: not a regression head")
-    return found[-1]
+    return found[1]
 
 
 def has_bias(model) -> bool:
@@ -78,20 +80,19 @@ def unfold_saved(model, new: list[str]) -> None:
     a run starting from it hooks its own scale on the same function; the record dropped either way (a fresh head,
     e.g. a student cut from the teacher, was never folded, and a model saved later is not)."""
     config = getattr(model, "config", None)
-    saved = getattr(config, CONFIG_KEY, None) if config is not None else None
     if config is None or not hasattr(config, CONFIG_KEY):
         return
+    saved = getattr(config, CONFIG_KEY)
     delattr(config, CONFIG_KEY)
-    heads = [(name, m) for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and m.out_features == 1]
-    if saved and heads and f"{heads[-1][0]}.weight" not in new:
-        _refold(heads[-1][1], TargetScale(**saved), inverse=True)
+    head = final_linear(model, 1)
+    if saved and head is not None and f"{head[0]}.weight" not in new:
+        _refold(head[1], TargetScale(**saved), inverse=True)
 
 
-def attach(model, scale: TargetScale | None) -> None:
-    """Hook `scale` on the model's regression head (None: nothing)."""
-    if scale is not None:
-        head = head_of(model)
-        head._tuneloop_target_scale = (scale, head.register_forward_hook(_hook(scale)))
+def attach(model, scale: TargetScale) -> None:
+    """Hook `scale` on the model's regression head."""
+    head = head_of(model)
+    head._tuneloop_target_scale = (scale, head.register_forward_hook(_hook(scale)))
 
 
 @torch.no_grad()

@@ -8,6 +8,6 @@ type a subclass in `kinds.py`."""
 from __future__ import annotations
 
 from .base import Objective
-from .kinds import MultiLabel, Regression, SingleLabel, objective_for, regression_at
+from .kinds import MultiLabel, Regression, SingleLabel, objective_for
 
-__all__ = ["Objective", "SingleLabel", "MultiLabel", "Regression", "objective_for", "regression_at"]
+__all__ = ["Objective", "SingleLabel", "MultiLabel", "Regression", "objective_for"]

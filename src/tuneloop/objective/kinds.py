@@ -273,8 +273,3 @@ def objective_for(labels, weights=None) -> Objective:
         return KINDS[labels](1, weights)
     return KINDS[labels.problem_type](labels.num_labels, weights)
 
-
-def regression_at(scale) -> Regression:
-    """The regression objective of targets learned at `scale` (model/target_scale.TargetScale, or None: as they
-    are)."""
-    return Regression(1, None, 1.0 if scale is None else scale.scale)

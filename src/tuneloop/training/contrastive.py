@@ -35,6 +35,7 @@ import torch
 from ..data.batch import MODEL_INPUTS
 from ..data.batching import make_collator
 from ..exceptions import ConfigError, Interrupted
+from ..model.loading import final_linear
 from ..model.optim import build_optimizer, build_scheduler
 from ..runtime.machine import interactive
 from . import pair_pieces
@@ -186,12 +187,11 @@ def head_dropouts(plain) -> list:
 
 
 def head_linear(model, num_labels: int) -> torch.nn.Linear:
-    """The model's final classification Linear: the last nn.Linear with num_labels outputs (BERT's classifier,
-    RoBERTa's classifier.out_proj, a decoder's score; with LoRA the trained copy of it)."""
-    found = [m for m in model.modules() if isinstance(m, torch.nn.Linear) and m.out_features == num_labels]
-    if not found:
+    """The model's final classification Linear (loading.final_linear with num_labels outputs)."""
+    found = final_linear(model, num_labels)
+    if found is None:
         raise ConfigError(f"--method setfit: found no classification layer with {num_labels} outputs in this model")
-    return found[-1]
+    return found[1]
 
 
 class Embedder:

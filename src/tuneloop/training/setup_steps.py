@@ -29,7 +29,7 @@ from ..model.lora import add_adapters, trainable_summary
 from ..model.optim import build_optimizer, build_scheduler
 from ..model.target_scale import TargetScale
 from ..model.tokenizer import check_vocabulary, load_tokenizer
-from ..objective import Objective, objective_for, regression_at
+from ..objective import Objective, Regression, objective_for
 from ..runtime import machine
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
@@ -153,20 +153,20 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
 def setup_objective(config: TrainConfig, data: PreparedData, device, scale: TargetScale | None = None) -> Objective:
     """The problem type's objective, its training loss with --class-weights (the evaluation loss stays
     unweighted); regression at the targets' `scale` (setup_target_scale)."""
-    if scale is not None:
-        return regression_at(scale)
+    if scale is not None:                    # regression has no class weights
+        return Regression(scale=scale.scale)
     labels = data.train_labels if config.class_weights != "none" else None
     return objective_for(data.labels, balance.loss_weights(config.class_weights, data.labels, labels)).to(device)
 
 
 def setup_target_scale(data: PreparedData, model) -> TargetScale | None:
     """Regression targets far from unit scale: hooked on the model's head, said (model/target_scale.py); None for
-    other problem types and targets near unit scale. A head saved folded by tuneloop is unfolded either way."""
-    scale = None
-    if data.labels.problem_type == tasks.REGRESSION:
-        scale = target_scale.decide(data.train_labels, target_scale.has_bias(model))
-        target_scale.attach(model, scale)
+    other problem types and targets near unit scale."""
+    if data.labels.problem_type != tasks.REGRESSION:
+        return None
+    scale = target_scale.decide(data.train_labels, target_scale.has_bias(model))
     if scale is not None:
+        target_scale.attach(model, scale)
         log.info(f"regression targets far from unit scale ({target_scale.describe(scale)}): learned standardised "
                  "(the training loss is their mean squared error in units of the scale), predicted and saved in "
                  "their own units")
