@@ -7,6 +7,7 @@ import yaml
 
 from tuneloop import ConfigError, TrainConfig
 from tuneloop.cli.main import main
+from tuneloop.config.resolve import resolve_config
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -64,6 +65,37 @@ def test_yaml_unknown_key_and_bad_value(tmp_path, capsys):
     bad_value.write_text(yaml.safe_dump({"epochs": "many"}))
     assert main(["train", "--config", str(bad_value)]) == 2
     assert "epochs: expected int, got 'many'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"epochs: 1\nlr: 1e-4\nepochs: 2\n", "'epochs' is given twice (lines 1 and 3)"),     # PyYAML kept the last
+    (b"max-length: 64\nmax_length: 32\n", "'max-length' and 'max_length' are the same option"),
+    (b"epochs:\n", "epochs: expected int, got none (null)"),                                # was a TypeError
+    (b"model: ~\n", "model: expected str, got none (null)"),
+    (b"output_dir: [a, b]\n", "output_dir: expected str, got ['a', 'b']"),               # was a folder "['a', 'b']"
+    (b"\xff\xfeepochs: 1\n", "is not UTF-8 text"),
+    (b"epochs:\t2\n", "is not valid YAML (line 1)"),
+])
+def test_yaml_file_mistakes_are_one_line_errors(content, fragment, tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_bytes(content)
+    assert main(["train", "--config", str(path), "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert fragment in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+    assert main(["train", "--config", str(tmp_path)]) == 2                                  # a folder
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_yaml_null_keeps_meaning_not_set_for_optional_options(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("max_steps: ~\ndropout:\nepochs: 2\n")
+    c = resolve_config(config_file=path, machine=False)
+    assert (c.max_steps, c.dropout, c.epochs) == (None, None, 2)
+    with pytest.raises(ConfigError, match="epochs: expected int, got none"):
+        resolve_config(epochs=None, machine=False)
+    with pytest.raises(ConfigError, match="output_dir: expected str"):
+        resolve_config(output_dir=["runs"], machine=False)
 
 
 def test_yaml_round_trip(tmp_path):

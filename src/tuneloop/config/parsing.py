@@ -15,13 +15,37 @@ import yaml
 from ..exceptions import ConfigError
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load, except that a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{key!r} is given twice (lines {seen[key] + 1} and {key_node.start_mark.line + 1})",
+                    key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml_mapping(path: str | os.PathLike, flag: str, what: str = "a mapping of option: value") -> dict:
-    """A YAML file that must hold a mapping; ConfigError naming `flag` and the file otherwise."""
+    """A YAML file that must hold a mapping, each key once; ConfigError naming `flag` and the file otherwise."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f) or {}
+            data = yaml.load(f, Loader=_UniqueKeyLoader) or {}     # noqa: S506 - a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"{flag}: {path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{flag}: {path} is a folder; give the YAML file in it") from None
+    except PermissionError:
+        raise ConfigError(f"{flag}: {path} cannot be read (permission denied)") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{flag}: {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except yaml.MarkedYAMLError as e:
+        where = f" (line {e.problem_mark.line + 1})" if e.problem_mark is not None else ""
+        raise ConfigError(f"{flag}: {path} is not valid YAML{where}: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{flag}: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
@@ -33,11 +57,14 @@ def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> d
     """Read a YAML file of options; unknown keys are an error (a typo should not be silently ignored)."""
     data = read_yaml_mapping(path, flag)
     known = {f.name: f for f in dataclasses.fields(cls)}
-    out = {}
+    out, spelled = {}, {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
         if name not in known:
             raise ConfigError(f"{flag}: {path}: unknown option {key!r}; see `tuneloop train --help`")
+        if name in spelled:                                  # max-length and max_length: one option
+            raise ConfigError(f"{flag}: {path}: {spelled[name]!r} and {key!r} are the same option; keep one")
+        spelled[name] = key
         out[name] = coerce(cls, known[name], value, source=f"{path}: {key}")
     return out
 
@@ -47,6 +74,12 @@ def type_hints(cls) -> dict:
     """The class's resolved annotations, once per class (resolving them costs about a millisecond a field, over half
     a second for the parser of every command if done per field)."""
     return typing.get_type_hints(cls)
+
+
+def takes_none(cls, f: dataclasses.Field) -> bool:
+    """Whether the field is Optional (None means "not set": the default decides)."""
+    hint = type_hints(cls)[f.name] if f.name in cls.__dataclass_fields__ else f.type
+    return hint is type(None) or type(None) in typing.get_args(hint)
 
 
 def field_type(cls, f: dataclasses.Field):
@@ -69,7 +102,10 @@ def coerce(cls, f: dataclasses.Field, value: Any, source: str):
     """Turn a YAML/CLI value into the field's type, with a message naming the option on failure."""
     kind = field_type(cls, f)
     if value is None:
-        return None
+        if takes_none(cls, f):
+            return None
+        raise ConfigError(f"{source}: expected {getattr(kind, '__name__', kind)}, got none (null); give a value, "
+                          f"or leave the option out for its default")
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -88,6 +124,8 @@ def coerce(cls, f: dataclasses.Field, value: Any, source: str):
             return _whole(value)
         if kind is float:
             return float(value)
+        if isinstance(value, (list, tuple, dict, set)):                 # output_dir: [a] is not a path
+            raise TypeError(value)
         return str(value) if not isinstance(value, bool) else str(value).lower()
     except (TypeError, ValueError):
         name = getattr(kind, "__name__", str(kind))

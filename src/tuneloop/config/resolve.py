@@ -19,7 +19,7 @@ from ..exceptions import ConfigError
 from ..layout import CONFIG_FILE
 from ..runtime import machine
 from .options import PRESETS_DIR, TrainConfig, read_yaml_options
-from .parsing import coerce, field_type
+from .parsing import coerce, field_type, takes_none
 
 
 def default_output_dir(task: str | None) -> str:
@@ -75,11 +75,12 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
             user[name] = value = os.fspath(value)
         field = TrainConfig.__dataclass_fields__[name]
         kind = field_type(TrainConfig, field)
-        if value is None or name == "chosen":
+        if name == "chosen" or (value is None and takes_none(TrainConfig, field)):
             continue
         if kind in (int, float) and isinstance(value, bool):
             raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")     # epochs=True
-        if typing.get_origin(kind) is list or (kind in (bool, int, float) and not isinstance(value, kind)):
+        if (value is None or typing.get_origin(kind) is list or isinstance(value, (list, tuple, dict, set))
+                or (kind in (bool, int, float) and not isinstance(value, kind))):     # epochs=None, output_dir=[..]
             user[name] = coerce(TrainConfig, field, value, source=name)              # lr="fast": an error
     below = saved_run_options(user)
     layers = {**below, **user}
