@@ -210,11 +210,37 @@ def test_two_workers_share_one_embedded_study(tiny_model, train_csv, tmp_path, s
 def test_bad_spaces_are_refused(tiny_model, train_csv, tmp_path, capsys):
     for text, message in (("lr: 0.1\n", "give {low: A, high: B}"), ("learning_rate: {low: 1, high: 2}\n",
                           "not a tuneloop option"), ("lr: {low: 0.1, high: 0.01}\n", "low < high"),
-                          ("epochs: {low: 0, high: 3, log: true}\n", "log range needs low > 0")):
+                          ("epochs: {low: 0, high: 3, log: true}\n", "log range needs low > 0"),
+                          # each of these ran trials before (or ended in a traceback)
+                          ("lr: {choices: 5}\n", "choices must be a non-empty list"),
+                          ("model: {choices: minilm}\n", "choices must be a non-empty list"),    # was m, i, n, ...
+                          ("lr: {low: 1.0e-5, high: 1.0e-4, lg: true}\n", "unknown key(s) lg"),
+                          ("lr: {low: 1.0e-5, high: 1.0e-4, choices: [1.0e-5]}\n", "either choices or a range"),
+                          ("lr: {low: 1.0e-5, high: 1.0e-4, log: 'false'}\n", "log must be true or false"),
+                          ("lr: {choices: [1.0e-4, -1]}\n", "-1.0 would not run: --lr: must be a positive"),
+                          ("output_dir: {choices: [a, b]}\n", "cannot vary between trials: the search sets it"),
+                          ("train_file: {choices: [a.csv]}\n", "cannot vary between trials: every trial is scored"),
+                          ("seeds: {choices: [[1, 2], [3]]}\n", "cannot vary between trials: a trial is one run")):
         space = tmp_path / "space.yaml"
         space.write_text(text)
         assert main(search_args(tiny_model, train_csv, tmp_path / "s", space)) == 2
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "s").exists()
+
+
+def test_a_list_valued_option_is_searched_as_choices_of_lists():
+    from tuneloop.experiments.search import _spec, suggest
+
+    field = tuneloop.TrainConfig.__dataclass_fields__["lora_target_modules"]
+    spec = _spec({"choices": [["query", "value"], "query,key,value"]}, field, "here")
+    assert spec["choices"] == ["query,value", "query,key,value"]          # plain values for Optuna's storages
+
+    class Trial:
+        def suggest_categorical(self, name, choices):
+            return choices[1]
+
+    assert suggest(Trial(), {"lora_target_modules": spec}) == {"lora_target_modules": ["query", "key", "value"]}
 
 
 def test_bad_trials_and_storage_are_one_line(tiny_model, train_csv, tmp_path, space, capsys):
