@@ -48,8 +48,16 @@ def test_weights_file_and_its_mistakes(tmp_path):
         balance.loss_weights(str(unknown), SINGLE, np.array([0]))
     negative = tmp_path / "n.json"
     negative.write_text(json.dumps({"pos": -1}))
-    with pytest.raises(ConfigError, match="must be a positive number"):
+    with pytest.raises(ConfigError, match="must be a positive finite number"):
         balance.loss_weights(str(negative), SINGLE, np.array([0]))
+    infinite = tmp_path / "i.json"
+    infinite.write_text('{"pos": 1e400}')                    # json reads inf: the loss was inf, training NaN
+    with pytest.raises(ConfigError, match="the weight of 'pos' must be a positive finite number, got inf"):
+        balance.loss_weights(str(infinite), SINGLE, np.array([0]))
+    twice = tmp_path / "t.json"
+    twice.write_text('{"pos": 2, "neg": 1, "pos": 3}')       # json.loads kept the last silently
+    with pytest.raises(ConfigError, match="'pos' is given twice"):
+        balance.loss_weights(str(twice), SINGLE, np.array([0]))
     with pytest.raises(ConfigError, match="--class-weights: regression has no classes"):
         balance.loss_weights("balanced", LabelSchema("regression"), np.array([0.5]))
     with pytest.raises(ConfigError, match="neither none, balanced nor an existing JSON file"):

@@ -5,6 +5,7 @@ sampler, and a warning when a class is rare."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,14 @@ def loss_weights(spec: str, schema: LabelSchema, labels: np.ndarray) -> np.ndarr
 
 def weights_from_file(path: str, schema: LabelSchema) -> np.ndarray:
     """A JSON object of label name: weight; labels it leaves out weigh 1."""
+    def once(pairs):
+        seen = [k for i, (k, _) in enumerate(pairs) if k in dict(pairs[:i])]
+        if seen:
+            raise ConfigError(f"--class-weights {path}: {seen[0]!r} is given twice; keep one weight per label")
+        return dict(pairs)
+
     try:
-        given = json.loads(Path(path).read_text(encoding="utf-8"))
+        given = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=once)
     except (OSError, ValueError) as e:
         raise ConfigError(f"--class-weights {path}: not a readable JSON file ({e})") from None
     if not isinstance(given, dict):
@@ -45,8 +52,8 @@ def weights_from_file(path: str, schema: LabelSchema) -> np.ndarray:
                           f"{', '.join(schema.names)}")
     weights = np.ones(schema.num_labels)
     for name, value in given.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ConfigError(f"--class-weights {path}: the weight of {name!r} must be a positive number, got "
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+            raise ConfigError(f"--class-weights {path}: the weight of {name!r} must be a positive finite number, got "
                               f"{value!r}")
         weights[schema.names.index(str(name))] = float(value)
     return weights
