@@ -140,6 +140,19 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
         tuneloop.train(train=([], []))        # said "no data: give --task NAME ..." (the CLI's words)
     with pytest.raises(DataError, match=r"train=: 3 texts but 2 labels"):
         tuneloop.train(train=(["a", "b", "c"], [0, 1]))
+    # scikit-learn's indicator matrix: its rows were read as the label sets {"0", "1"} (3 "labels" from 2 columns)
+    with pytest.raises(DataError, match=r"train=: the labels are a 2-D array \(3, 2\) \(a multi-label indicator"):
+        tuneloop.train(train=(["a", "b", "c"], np.array([[0, 1], [1, 0], [1, 1]])))
+    with pytest.raises(DataError, match=r"train=: the values of column 'y' are a 2-D array \(3, 2\)"):
+        tuneloop.train(train={"text": ["a", "b", "c"], "y": np.zeros((3, 2))})
+    column = as_table((["a", "b"], np.array([[1], [0]])), "train")          # an (n, 1) column: n labels
+    assert [row["label"] for _, row in column.rows()] == [1, 0]
+    sets = as_table((["a", "b"], [np.array(["x", "y"]), np.array(["x"])]), "train")     # was the class "['x' 'y']"
+    assert [row["label"] for _, row in sets.rows()] == [["x", "y"], ["x"]]
+    encoded = as_table(([b"caf\xc3\xa9 ok", b"b"], [0, 1]), "train")      # was the text "b'caf\\xc3\\xa9 ok'"
+    assert [row["text"] for _, row in encoded.rows()] == ["café ok", "b"]
+    with pytest.raises(DataError, match="bytes that are not UTF-8 text"):
+        as_table(([b"\xff\xfe", b"b"], [0, 1]), "train")
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):
         tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}),
                        text_columns=["review"], output_dir=str(tmp_path / "run"))
@@ -176,3 +189,13 @@ def test_paths_given_as_path_objects_are_read_as_their_strings(frames, from_csv,
     assert result["eval"] == pytest.approx(from_csv["eval"], abs=1e-6)
     saved = (tmp_path / "run" / "config.yaml").read_text()
     assert f"model: {tiny_model}" in saved and "PosixPath" not in saved and "!!python" not in saved
+
+
+def test_texts_from_numpy_are_read_as_texts_and_pairs():
+    from tuneloop.predict.inputs import items_of
+
+    pairs = np.array([["a cat", "the cat"], ["a dog", "the dog"]])        # each row a numpy array: was refused
+    assert items_of(pairs, True) == ([("a cat", "the cat"), ("a dog", "the dog")], False)
+    assert items_of(np.array(["a cat", "a dog"]), False) == ([("a cat", None), ("a dog", None)], False)
+    with pytest.raises(TuneloopError, match=r"texts\[0\], row 1: give a text or a \[first, second\] pair"):
+        items_of(np.array([["a", "b", "c"]]), True)

@@ -58,6 +58,14 @@ def _plain(value):
             return None
     except ImportError:
         pass
+    if isinstance(value, (bytes, bytearray)):          # str(b"text") would be the text "b'text'"
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"a value is bytes that are not UTF-8 text ({bytes(value[:24])!r}); decode it to str "
+                            "first") from None
+    if getattr(value, "ndim", 0) == 1 and hasattr(value, "tolist"):     # a row's labels as a numpy array
+        return [_plain(v) for v in value.tolist()]
     if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):
         try:
             value = value.item()
@@ -97,6 +105,7 @@ def _from_dataset(ds, split: str) -> Table:
 
 def _from_lists(data, split: str) -> Table:
     texts, labels = data
+    labels = _not_indicator(labels, split)
     texts, labels = list(texts), (list(labels) if labels is not None else None)
     if labels is not None and len(texts) != len(labels):
         raise DataError(f"{split}=: {len(texts)} texts but {len(labels)} labels; give one label per text")
@@ -114,8 +123,23 @@ def _from_lists(data, split: str) -> Table:
     return Table(split, "lists", columns, rows)
 
 
+def _not_indicator(labels, split: str, what: str = "the labels"):
+    """`labels` (an (n, 1) array as n labels); a 2-D array (scikit-learn's multi-label indicator matrix, one 0/1
+    column per label) is refused: its rows would be read as label sets of the values 0 and 1."""
+    shape = getattr(labels, "shape", ())
+    if len(shape) == 2 and shape[1] != 1:
+        raise DataError(f"{split}=: {what} are a 2-D array {tuple(shape)} (a multi-label indicator matrix?); "
+                        "give each text's labels as a list of names, e.g. [['news'], ['news', 'sports']] "
+                        "(scikit-learn's MultiLabelBinarizer.inverse_transform gives them)")
+    if len(shape) > 2:
+        raise DataError(f"{split}=: {what} are a {len(shape)}-D array {tuple(shape)}; give one label per text")
+    return labels.reshape(-1) if len(shape) == 2 else labels
+
+
 def _from_columns(data: dict, split: str) -> Table:
     """A dict of equally long columns ({"text": [...], "label": [...]}, as `Dataset.from_dict` takes)."""
+    data = {name: _not_indicator(column, split, f"the values of column {name!r}")
+            for name, column in data.items()}
     columns = [str(c) for c in data]
     values = [list(v) if hasattr(v, "__len__") and not isinstance(v, (str, bytes, dict)) else None
               for v in data.values()]                  # list(): a Series by position, not by its index labels

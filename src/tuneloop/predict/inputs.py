@@ -74,6 +74,8 @@ def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], boo
                             f"{type(texts).__name__}")
     rows = []
     for i, item in enumerate(texts):
+        if getattr(item, "ndim", None) == 1 and hasattr(item, "tolist"):     # a row of a numpy array of pairs
+            item = item.tolist()
         if isinstance(item, str):
             rows.append((item,))
         elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
