@@ -22,6 +22,13 @@ from tuneloop.config.resolve import resolve_config
     ({"text_columns": ["a", "b", "c"]}, r"--text-columns: give one or two column names"),
     ({"train_file": "/no/such/file.csv"}, r"--train-file: /no/such/file.csv does not exist"),
     ({"pad_to_max_length": True}, r"--pad-to-max-length: needs --max-length"),
+    # each of these ran into a traceback, or trained something else, before
+    ({"seed": -1}, r"--seed: must be in 0\.\.4294967295"),                        # NumPy's ValueError
+    ({"seeds": [1, 2 ** 32]}, r"--seeds: must be in 0\.\.4294967295 \(NumPy's range\), got 4294967296"),
+    ({"split_seed": -1}, r"--split-seed: must be in 0\.\.4294967295"),            # scikit-learn's error
+    ({"lora_alpha": 0}, r"--lora-alpha: must be a positive number \(0 scales the adapters to nothing\)"),
+    ({"label_separator": ""}, r"--label-separator: give the text between labels"),
+    ({"max_steps": 0}, r"--max-steps: must be at least 1, got 0"),
 ])
 def test_invalid_options_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):

@@ -16,7 +16,7 @@ from families import family_folder
 
 import tuneloop
 from tuneloop.cli import main
-from tuneloop.exceptions import TuneloopError
+from tuneloop.exceptions import ConfigError, TuneloopError
 
 # an exact resume on CPUs; CUDA kernels that add in varying order (and bf16 autocast) leave ~2e-5 (seen on an H100)
 EXACT = 1e-4 if torch.cuda.is_available() else 1e-6
@@ -149,3 +149,14 @@ def copy_adapter(folder, to, drop: str, unlist: str | None = None):
         config["modules_to_save"] = [m for m in config["modules_to_save"] if m != unlist]
         (to / "adapter_config.json").write_text(json.dumps(config))
     return to
+
+
+def test_a_target_module_name_that_matches_nothing_is_refused(pairs, tmp_path_factory, tmp_path):
+    """peft adapts the names that match and drops the rest without a word: query,valeu trained query alone."""
+    base = family_folder("bert", tmp_path_factory)
+    options = lora_options(base, pairs, tmp_path / "run", lora_target_modules=["query", "valeu"])
+    with pytest.raises(ConfigError, match=r"^--lora-target-modules: valeu names no module of this bert model; its "
+                                          r"Linear layers are named .*\bquery\b.*\bvalue\b"):
+        tuneloop.train(**options)
+    dotted = tuneloop.train(**{**options, "lora_target_modules": ["attention.self.query", "value"], "max_steps": 2})
+    assert dotted["train"]["steps"] == 2                               # a name's last parts match, as peft matches

@@ -87,6 +87,10 @@ class DataOptions:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
+        need(0 <= self.split_seed < 2 ** 32, "split_seed",
+             f"must be in 0..{2 ** 32 - 1} (scikit-learn's range), got {self.split_seed}")
+        need(self.label_separator is None or self.label_separator != "", "label_separator",
+             "give the text between labels (e.g. '|' or ','), not an empty one")
         need_choices(self, (("problem_type", PROBLEM_TYPES), ("truncation", TRUNCATION), ("window_pooling", POOLING)))
         if self.task is not None:
             need(self.task.lower() in TASKS, "task",

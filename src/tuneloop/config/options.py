@@ -281,16 +281,17 @@ class TrainConfig(DataOptions):
             need(math.isfinite(value) and value > 0, name, f"must be a positive number, got {value}")
         need(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}")
         need(self.lora_r >= 1, "lora_r", f"must be at least 1, got {self.lora_r}")
+        need(math.isfinite(self.lora_alpha) and self.lora_alpha > 0, "lora_alpha",
+             f"must be a positive number (0 scales the adapters to nothing), got {self.lora_alpha}")
+        for name, seed in (("seed", self.seed), *(("seeds", seed) for seed in self.seeds or ())):
+            need(0 <= seed < 2 ** 32, name, f"must be in 0..{2 ** 32 - 1} (NumPy's range), got {seed}")
         if self.lora:
             from .. import extras
 
             need(extras.problem("lora") is None, "lora", extras.problem("lora") or "")
-        if self.max_steps is not None:
-            need(self.max_steps >= 1, "max_steps", f"must be at least 1, got {self.max_steps}")
-        for name in ("batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every", "setfit_epochs",
-                     "setfit_batch_size"):
+        for name in ("max_steps", "batch_size", "eval_batch_size", "gradient_accumulation_steps", "log_every",
+                     "setfit_epochs", "setfit_batch_size", "setfit_iterations"):
             need((value := getattr(self, name)) is None or value >= 1, name, f"must be at least 1, got {value}")
-        need(self.setfit_iterations is None or self.setfit_iterations >= 1, "setfit_iterations", "must be at least 1")
         for name in ("dropout", "lora_dropout", "warmup_ratio", "threshold_confidence"):
             need((value := getattr(self, name)) is None or 0 <= value < 1, name, f"must be in [0, 1), got {value}")
         need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")

@@ -49,6 +49,8 @@ def add_adapters(model, config, missing_keys: list[str]):
 
     kind = model.config.model_type
     targets = config.lora_target_modules or TARGETS.get(kind)
+    if config.lora_target_modules:
+        _check_targets(model, config.lora_target_modules, kind)
     lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha,
                       lora_dropout=config.lora_dropout, target_modules=targets,
                       modules_to_save=new_modules(missing_keys, model) or None)
@@ -58,6 +60,19 @@ def add_adapters(model, config, missing_keys: list[str]):
         first = str(e).strip().splitlines()[0][:200]
         raise ConfigError(f"--lora: {first}; name the modules to adapt with --lora-target-modules A,B "
                           f"(e.g. the attention's query and value projections of {kind})") from None
+
+
+def _check_targets(model, targets: list[str], kind: str) -> None:
+    """Each name of --lora-target-modules names some module as peft matches a list (the whole dotted name or its
+    last parts): peft adapts the ones that match and ignores the rest without a word (query,valeu: query only)."""
+    import torch
+
+    names = [name for name, _ in model.named_modules()]
+    unmatched = [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
+    if unmatched:
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+        raise ConfigError(f"--lora-target-modules: {', '.join(unmatched)} names no module of this {kind} model; its "
+                          f"Linear layers are named {', '.join(linear)}")
 
 
 def saved_keys(folder) -> list[str]:
