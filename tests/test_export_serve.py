@@ -101,6 +101,39 @@ def test_int8_export_and_the_gate(run_dir, tmp_path, monkeypatch, capsys):
     assert json.loads((refused / "export_report.json").read_text())["gate"]["verdict"] == "warn"
 
 
+def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, tmp_path, capsys):
+    """--overwrite replaced the model folder with its export, a folder of the user's files with an export, and
+    predict's input file with predictions (its texts gone)."""
+    weights = (run_dir / "model" / "model.safetensors").read_bytes()
+    for target in (run_dir / "model", run_dir):
+        assert main(["export", str(run_dir), "--output", str(target), "--overwrite", "--quiet"]) == 2
+        assert "holds the model being exported" in capsys.readouterr().err
+    assert (run_dir / "model" / "model.safetensors").read_bytes() == weights
+    notes = tmp_path / "mine" / "notes.txt"
+    notes.parent.mkdir()
+    notes.write_text("precious")
+    assert main(["export", str(run_dir), "--output", str(notes.parent), "--overwrite", "--quiet"]) == 2
+    assert "is not one (it holds notes.txt)" in capsys.readouterr().err and notes.read_text() == "precious"
+    again = tmp_path / "again"
+    for _ in range(2):                                                 # an earlier export is replaced
+        assert main(["export", str(run_dir), "--output", str(again), "--overwrite", "--quiet"]) == 0
+    data = tmp_path / "rows.csv"
+    data.write_text("sentence1,sentence2\nthe cat,the dog\n")
+    for output in (data, tmp_path / "." / "rows.csv"):
+        assert main(["predict", "--model", str(run_dir), "--input", str(data), "--output", str(output),
+                     "--overwrite", "--quiet"]) == 2
+        assert "is the --input file" in capsys.readouterr().err
+    assert data.read_text() == "sentence1,sentence2\nthe cat,the dog\n"
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("sentence1,sentence2,label\nthe cat,the dog,1\n")
+    assert main(["evaluate", "--model", str(run_dir), "--validation-file", str(labelled), "--output",
+                 str(labelled), "--quiet"]) == 2                     # the metrics JSON replaced the rows
+    assert "is the --validation-file whose rows are evaluated" in capsys.readouterr().err
+    assert labelled.read_text() == "sentence1,sentence2,label\nthe cat,the dog,1\n"
+    assert main(["predict", "--model", str(run_dir), "--input", str(data), "--batch-size", "0"]) == 2
+    assert "--batch-size: must be at least 1, got 0" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------- serve
 def free_port() -> int:
     with socket.socket() as s:

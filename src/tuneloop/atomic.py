@@ -25,6 +25,14 @@ def _temporary(target: Path, make) -> Path:
             continue
 
 
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file (spelled differently, through a link, or not yet existing and equal)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve() or (Path(a).exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     fd = None

@@ -122,6 +122,8 @@ def cmd_evaluate(ns) -> int:
 def cmd_predict(ns) -> int:
     from pathlib import Path
 
+    from ..atomic import same_file
+
     from ..predict.classifier import Classifier
     from ..predict.evaluate import predict_file
     from ..runtime.process import command_scope
@@ -134,7 +136,12 @@ def cmd_predict(ns) -> int:
         raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
     if ns.input and not Path(ns.input).is_file():
         raise TuneloopError(f"--input {ns.input}: no such file")
+    if ns.batch_size is not None and ns.batch_size < 1:
+        raise TuneloopError(f"--batch-size: must be at least 1, got {ns.batch_size}")
     output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
+    if output and ns.input and same_file(output, ns.input):          # --overwrite or not: the texts would be lost
+        raise TuneloopError(f"--output {output}: is the --input file, whose texts the predictions would replace; "
+                            "choose another name")
     if output and Path(output).exists() and not ns.overwrite:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
     quiet = ns.quiet or bool(ns.texts)

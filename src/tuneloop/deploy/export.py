@@ -51,6 +51,26 @@ def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) 
             "prediction_agreement": float(np.mean(ours["logits"].argmax(-1) == theirs["logits"].argmax(-1)))}
 
 
+def check_target(target: Path, folder: Path, overwrite: bool) -> None:
+    """--output may be new, empty, or (with --overwrite) an earlier export; never the model's own folder or one
+    that holds it, nor a folder of other files (the export replaces the folder whole)."""
+    if target.resolve() == folder.resolve() or target.resolve() in folder.resolve().parents:
+        raise TuneloopError(f"--output {target}: holds the model being exported ({folder}), which the export would "
+                            f"replace; choose a folder outside it, e.g. {folder.parent / 'onnx'}")
+    if target.exists() and not target.is_dir():
+        raise TuneloopError(f"--output {target}: is a file; give a folder for the exported model")
+    if not target.exists() or not any(target.iterdir()):
+        return
+    if not overwrite:
+        raise TuneloopError(f"--output {target}: already exists and is not empty; choose another folder or pass "
+                            "--overwrite")
+    if not (target / EXPORT_REPORT_FILE).is_file():
+        held = sorted(p.name for p in target.iterdir())
+        raise TuneloopError(f"--output {target}: --overwrite replaces an earlier export, and this folder is not one "
+                            f"(it holds {', '.join(held[:4])}{', ...' if len(held) > 4 else ''}); choose a new or "
+                            "empty folder")
+
+
 def export_model(source: str, output: str, quantize: str | None = None, allow_drop: float | None = None,
                  overwrite: bool = False, quiet: bool = False) -> dict:
     """Export, gate, and write `output` atomically; returns the export report (raises TuneloopError on a failed
@@ -60,9 +80,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     if is_onnx_folder(folder):
         raise TuneloopError(f"{source}: already an exported model; export the PyTorch model folder")
     target = Path(output)
-    if target.exists() and any(target.iterdir()) and not overwrite:
-        raise TuneloopError(f"--output {output}: already exists and is not empty; choose another folder or pass "
-                            "--overwrite")
+    check_target(target, folder, overwrite)
     with command_scope(quiet), Classifier.load(folder, cpu=True) as clf:
         model, tokenizer, meta = clf.model, clf.tokenizer, clf.metadata
         main = meta.get("main_metric")

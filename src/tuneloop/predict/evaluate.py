@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tasks
-from ..atomic import atomic_write_json
+from ..atomic import atomic_write_json, same_file
 from ..config.data_options import DataOptions
 from ..config.fields import need
 from ..config.options import default, with_trait
@@ -15,7 +15,7 @@ from ..data.prepare import prepare_data
 from ..data.readers import detect_columns, file_columns
 from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
-from ..exceptions import DataError
+from ..exceptions import ConfigError, DataError
 from .rows import write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
@@ -55,6 +55,10 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     from ..evaluation.metrics import per_class
 
     config = data_config_for(clf, overrides)
+    for name in ("validation_file", "train_file", "test_file"):          # a recorded file, or one given
+        if output and isinstance(path := getattr(config, name, None), str) and same_file(output, path):
+            raise ConfigError(f"--output {output}: is the --{name.replace('_', '-')} whose rows are evaluated; the "
+                              "metrics would replace them: choose another name")
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
     quiet = overrides.get("quiet", default("quiet"))
     with clf.accelerated() as accelerator:
