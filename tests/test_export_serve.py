@@ -179,6 +179,30 @@ class Server:
         return self.proc.wait(timeout=60)
 
 
+def test_serve_says_in_one_line_where_it_cannot_listen_before_loading_the_model(run_dir, capsys, monkeypatch):
+    from tuneloop.predict.classifier import Classifier
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(Classifier, "load", never)
+    with socket.socket() as held:                                    # uvicorn said so after the model's load
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        for args, said in ((["--port", str(busy)], "Address already in use); another process holds the port"),
+                           (["--port", "99999"], "--port 99999: must be in 1..65535"),      # an OverflowError
+                           (["--host", "no such host"], "--host 'no such host': not a name or address"),
+                           (["--threads", "0"], "--threads: must be at least 1")):
+            assert main(["serve", str(run_dir), *args]) == 2
+            err = capsys.readouterr().err.strip()
+            assert said in err and len(err.splitlines()) == 1, err
+    assert main(["serve", "--model", str(run_dir), "--port", "99999"]) == 2     # --model, as predict takes it
+    assert "--port 99999: must be in 1..65535" in capsys.readouterr().err
+    assert main(["serve", "--port", "8000"]) == 2
+    assert "give the model folder once, as MODEL_DIR or --model DIR" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def server(exported):
     s = Server(exported, "--max-wait-ms", "150", "--max-rows", "4", "--max-body-kb", "1")

@@ -184,10 +184,19 @@ def cmd_search(ns, on_step=None) -> int:
     return 0
 
 
+def model_place(ns, dest: str, metavar: str) -> str:
+    """The model folder given as the first argument or as --model (parsers.add_model_place), given once."""
+    given = [v for v in (getattr(ns, dest), getattr(ns, f"{dest}_flag")) if v]
+    if len(given) != 1:
+        raise TuneloopError(f"give the model folder once, as {metavar} or --model DIR" +
+                            (f"; got {' and '.join(given)}" if given else ""))
+    return given[0]
+
+
 def cmd_export(ns) -> int:
     from ..deploy.export import export_model
 
-    report = export_model(ns.source, ns.output, ns.quantize, ns.allow_drop, ns.overwrite, ns.quiet)
+    report = export_model(model_place(ns, "source", "RUN_OR_MODEL"), ns.output, ns.quantize, ns.allow_drop, ns.overwrite, ns.quiet)
     g, main = report["gate"], report["gate"]["main_metric"]
     print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
     print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "
@@ -206,7 +215,9 @@ def cmd_serve(ns) -> int:
             raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
     if ns.max_wait_ms < 0:
         raise TuneloopError("--max-wait-ms: must be >= 0")
-    serve(ns.model, ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads,
+    if ns.threads is not None and ns.threads < 1:
+        raise TuneloopError(f"--threads: must be at least 1, got {ns.threads}")
+    serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads,
           ns.precision)
     return 0
 

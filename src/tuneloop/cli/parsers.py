@@ -208,6 +208,13 @@ def add_search(sub) -> None:
     add_config_arguments(p, only=SEARCH_OPTIONS)
 
 
+def add_model_place(p, dest: str, metavar: str, help: str) -> None:
+    """The model folder as the first argument, or as --model DIR as predict and evaluate take it
+    (commands.model_place reads either)."""
+    p.add_argument(dest, metavar=metavar, nargs="?", help=help + " (or --model DIR)")
+    p.add_argument("--model", dest=f"{dest}_flag", metavar="DIR", help=argparse.SUPPRESS)
+
+
 def add_export(sub) -> None:
     p = sub.add_parser(
         "export",
@@ -218,7 +225,7 @@ def add_export(sub) -> None:
         "The export is evaluated on the run's validation data beside the PyTorch model and "
         "refused when the main metric drops by more than 0.5 points (or --allow-drop X).",
     )
-    p.add_argument("source", metavar="RUN_OR_MODEL", help="a run folder or a model folder")
+    add_model_place(p, "source", "RUN_OR_MODEL", "a run folder or a model folder")
     p.add_argument("--output", required=True, metavar="DIR", help="the exported model folder")
     p.add_argument("--format", default="onnx", choices=("onnx",), help="(default: onnx)")
     p.add_argument("--quantize", choices=("int8",), help="dynamic int8 quantization (ONNX Runtime)")
@@ -242,7 +249,7 @@ def add_serve(sub) -> None:
         "GET /metadata, GET /stats. Requests are batched (up to --max-batch-size rows or "
         "--max-wait-ms) and run on PyTorch, or ONNX Runtime for an exported folder.",
     )
-    p.add_argument("model", metavar="MODEL_DIR", help="a run folder, a model folder (RUN/model) or an exported one")
+    add_model_place(p, "model", "MODEL_DIR", "a run folder, a model folder (RUN/model) or an exported one")
     p.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="(default: 8000)")
     p.add_argument("--max-batch-size", type=int, default=32, metavar="N", help="rows per batch (default: 32)")

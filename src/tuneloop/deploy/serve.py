@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import logging
 import time
 from collections import Counter
@@ -176,6 +177,28 @@ def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: fl
     return app
 
 
+def check_address(host: str, port: int) -> None:
+    """TuneloopError naming --host or --port when the service could not listen there (uvicorn would say so after
+    the model loaded, as an ERROR line without the option)."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise TuneloopError(f"--port {port}: must be in 1..65535")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        raise TuneloopError(f"--host {host!r}: not a name or address this machine can resolve ({e}); e.g. "
+                            "127.0.0.1") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)       # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise TuneloopError(f"--host {host} --port {port}: cannot listen there ({e.strerror}); "
+                                + ("another process holds the port: choose another --port"
+                                   if e.errno == errno.EADDRINUSE else "give an address of this machine")) from None
+
+
 def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_size: int = 32,
           max_wait_ms: float = 5.0, max_rows: int = 256, max_body_kb: int = 1024, threads: int | None = None,
           precision: str = "auto") -> None:
@@ -183,6 +206,7 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_s
     import torch
     import uvicorn
 
+    check_address(host, port)                   # before the model's load: a busy port is said in a second
     if threads:
         torch.set_num_threads(threads)
     with Classifier.load(model_dir, precision=precision, threads=threads) as classifier:
