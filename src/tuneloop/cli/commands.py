@@ -196,7 +196,8 @@ def model_place(ns, dest: str, metavar: str) -> str:
 def cmd_export(ns) -> int:
     from ..deploy.export import export_model
 
-    report = export_model(model_place(ns, "source", "RUN_OR_MODEL"), ns.output, ns.quantize, ns.allow_drop, ns.overwrite, ns.quiet)
+    report = export_model(model_place(ns, "source", "RUN_OR_MODEL"), ns.output, ns.quantize, ns.allow_drop,
+                          ns.overwrite, ns.quiet)
     g, main = report["gate"], report["gate"]["main_metric"]
     print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
     print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "
@@ -217,8 +218,8 @@ def cmd_serve(ns) -> int:
         raise TuneloopError("--max-wait-ms: must be >= 0")
     if ns.threads is not None and ns.threads < 1:
         raise TuneloopError(f"--threads: must be at least 1, got {ns.threads}")
-    serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows, ns.max_body_kb, ns.threads,
-          ns.precision)
+    serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,
+          ns.max_body_kb, ns.threads, ns.precision)
     return 0
 
 
