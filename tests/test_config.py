@@ -319,3 +319,14 @@ def test_evaluate_takes_data_options_and_nothing_of_training(tmp_path):
         data_config_for(SavedModel(dev), {"max_eval_samples": 0})
     with pytest.raises(TypeError, match="not lr"):
         data_config_for(SavedModel(dev), {"lr": 1e-4})
+
+
+def test_a_test_file_given_is_predicted_unless_the_user_says_not(tmp_path):
+    """--test-file without --predict-test was read and never predicted, without a word."""
+    for name in ("train.csv", "test.csv"):
+        (tmp_path / name).write_text("text,label\nthe cat,a\n")
+    files = {"train_file": str(tmp_path / "train.csv"), "test_file": str(tmp_path / "test.csv")}
+    assert resolve_config(machine=False, **files).predict_test is True
+    assert resolve_config(machine=False, **files, predict_test=False).predict_test is False
+    assert resolve_config(machine=False, train_file=files["train_file"]).predict_test is False
+    assert resolve_config(machine=False, task="mrpc").predict_test is False       # a GLUE folder's test: asked for

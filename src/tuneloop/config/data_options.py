@@ -33,7 +33,8 @@ class DataOptions:
                                     metavar="FILE", common=True, sklearn="own")
     validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE",
                                          commands=WITH_EVALUATE, resumable=True, common=True, sklearn="own")
-    test_file: Optional[str] = opt(None, "your unlabeled test data, for --predict-test", "data", metavar="FILE",
+    test_file: Optional[str] = opt(None, "your unlabeled test data: its predictions are written into the run folder "
+                                         "(--no-predict-test skips them)", "data", metavar="FILE",
                                    resumable=True, common=True, sklearn="own")
     text_columns: Optional[list[str]] = opt(None, "one or two text columns, comma-separated (detected when "
                                             "omitted: sentence1,sentence2 / question1,question2 / premise,hypothesis "

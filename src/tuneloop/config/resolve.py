@@ -115,6 +115,8 @@ def fill_defaults(config: TrainConfig) -> TrainConfig:
     task = (changes.get("task") or config.task or "").lower() or None
     if config.task:
         changes["task"] = task
+    if config.test_file is not None and "predict_test" not in (config.chosen or ()):
+        changes["predict_test"] = True                         # a test file given is a file to predict
     if config.max_grad_norm == 0:
         changes["max_grad_norm"] = None
     if not config.output_dir:
