@@ -390,3 +390,31 @@ def test_a_multi_label_row_with_none_of_the_labels_is_written_as_an_empty_list(t
     with pytest.raises(DataError, match=r"tags.csv: line 3: empty label in column 'tags'.*write \[\] for a row "
                                         r"with none of the labels"):
         load_user_files(str(path), None, None, None, "tags")
+
+
+def test_json_files_in_the_shapes_people_write_them(tmp_path):
+    """JSON Lines in a .json file (as `datasets` reads .json), columns of lists, and pandas' to_json in its default
+    and index orientations all read as the same rows; a JSON array in a .jsonl file says to name it .json."""
+    from tuneloop.data.readers import iter_rows
+
+    rows = [{"text": f"the cat {i}", "label": "ab"[i % 2]} for i in range(5)]
+    shapes = {
+        "lines.json": "".join(json.dumps(r) + "\n\n" for r in rows),                     # was "Extra data"
+        "columns.json": json.dumps({"text": [r["text"] for r in rows], "label": [r["label"] for r in rows]}),
+        "pandas.json": json.dumps({c: {str(i): r[c] for i, r in enumerate(rows)} for c in ("text", "label")}),
+        "index.json": json.dumps({str(i): r for i, r in enumerate(rows)}),
+        "array.json": json.dumps(rows),
+        "wrapped.json": json.dumps({"data": rows}),
+    }
+    for name, text in shapes.items():
+        (tmp_path / name).write_text(text)
+        read = list(iter_rows(str(tmp_path / name)))
+        assert [row for _, row in read] == rows, name
+        assert [n for n, _ in read] == [1, 2, 3, 4, 5], name                     # items, whatever the lines
+    for text in (json.dumps(rows), json.dumps(rows, indent=2)):
+        (tmp_path / "array.jsonl").write_text(text)
+        with pytest.raises(DataError, match=r"array\.jsonl: line 1: .*; the file holds a JSON array: name it \.json"):
+            list(iter_rows(str(tmp_path / "array.jsonl")))
+    (tmp_path / "broken.json").write_text('{"text": "a", "label": "b"}\n{"text": \n')
+    with pytest.raises(DataError, match=r"broken\.json: line 2: not valid JSON"):
+        list(iter_rows(str(tmp_path / "broken.json")))

@@ -136,32 +136,60 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         raise DataError(f"{path}: no data rows (the file holds only a header)")
 
 
+def _json_lines(path: str, by_item: bool = False) -> Iterator[tuple[int, dict]]:
+    """(line, object) of a JSON Lines file; `by_item`: numbered by object instead (a .json file of JSON Lines,
+    whose rows messages call items)."""
+    seen = 0
+    for number, line in enumerate(_decoded_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            array = "; the file holds a JSON array: name it .json" if not seen and line.lstrip()[:1] == "[" else ""
+            raise DataError(f"{path}: line {number}: not valid JSON ({e.msg}); each line must be one JSON "
+                            f"object{array}") from None
+        if not isinstance(row, dict):
+            hint = "; the file holds a JSON array: name it .json" if not seen and isinstance(row, list) else ""
+            raise DataError(f"{path}: line {number}: expected a JSON object with named fields{hint}")
+        seen += 1
+        yield (seen if by_item else number), row
+    if not seen:
+        raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
+
+
+def _records(data):
+    """The rows of a parsed .json file: an array of objects, one such array under a single key ({"data": [...]}),
+    or columns — {"text": [...], "label": [...]} or pandas' `to_json()` {"text": {"0": ...}, "label": {...}} (its
+    orient="index", {"0": {"text": ..., "label": ...}, ...}, when there are more rows than columns)."""
+    if isinstance(data, dict) and len(data) == 1 and isinstance(next(iter(data.values())), list):
+        return next(iter(data.values()))
+    if isinstance(data, dict) and len(data) > 1:
+        values = list(data.values())
+        if all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
+            return [dict(zip(data, row, strict=True)) for row in zip(*values, strict=True)]
+        if all(isinstance(v, dict) for v in values) and len({tuple(v) for v in values}) == 1:
+            if len(data) > len(values[0]):          # to_json(orient="index"): {"0": {"text": ..., "label": ...}}
+                return values
+            return [{column: data[column][key] for column in data} for key in values[0]]
+    return data
+
+
 def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
     if fmt == "jsonl":
-        seen = 0
-        for number, line in enumerate(_decoded_lines(path), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(f"{path}: line {number}: not valid JSON ({e.msg}); each line must be one JSON "
-                                "object") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}: line {number}: expected a JSON object with named fields")
-            seen += 1
-            yield number, row
-        if not seen:
-            raise DataError(f"{path}: the file is empty; it needs one JSON object per line")
+        yield from _json_lines(path)
         return
     try:
         data = json.loads("".join(_decoded_lines(path)) or "null")
     except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and e.lineno > 1:       # JSON Lines in a .json file (as `datasets` reads them)
+            yield from _json_lines(path, by_item=True)
+            return
         raise DataError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
-    if isinstance(data, dict) and len(data) == 1 and isinstance(next(iter(data.values())), list):
-        data = next(iter(data.values()))  # {"data": [...]}
+    data = _records(data)
     if not isinstance(data, list) or not data:
-        raise DataError(f"{path}: expected a non-empty JSON array of objects (or use .jsonl, one object per line)")
+        raise DataError(f"{path}: expected a non-empty JSON array of objects, or columns of equal length (or use "
+                        ".jsonl, one object per line)")
     for number, row in enumerate(data, 1):
         if not isinstance(row, dict):
             raise DataError(f"{path}: item {number}: expected a JSON object with named fields")
