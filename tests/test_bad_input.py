@@ -254,3 +254,10 @@ def test_a_max_length_with_no_room_for_text_is_refused(tiny_model, tmp_path, goo
     """--max-length 1 trained on [CLS] and [SEP] alone (and exited 0)."""
     check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--max-length", "2"), capsys),
           "--max-length 2: the model adds 2 special token(s) to a text, leaving no room for it; give at least 3")
+
+
+def test_command_arguments_out_of_range_are_one_line(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    check(*run_cli(["inspect", str(tmp_path), "--top", "-3"], capsys), "--top: must be at least 1")   # all but 3
+    check(*run_cli(["predict", "--model", str(config), "the cat"], capsys), "config.json: is a file; give the folder")

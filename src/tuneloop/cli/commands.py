@@ -226,6 +226,8 @@ def cmd_serve(ns) -> int:
 def cmd_inspect(ns) -> int:
     from ..analysis.inspect import describe_failures
 
+    if ns.top < 1:
+        raise TuneloopError(f"--top: must be at least 1, got {ns.top}")
     print(describe_failures(ns.run_dir, ns.top), end="")
     return 0
 

