@@ -261,3 +261,5 @@ def test_command_arguments_out_of_range_are_one_line(tmp_path, capsys):
     config.write_text("{}")
     check(*run_cli(["inspect", str(tmp_path), "--top", "-3"], capsys), "--top: must be at least 1")   # all but 3
     check(*run_cli(["predict", "--model", str(config), "the cat"], capsys), "config.json: is a file; give the folder")
+    missing = str(tmp_path / "runs" / "model")                # was looked up on the Hub: "Repo id must be in the form"
+    check(*run_cli(["predict", "--model", missing, "the cat"], capsys), f"--model {missing}: no such folder")

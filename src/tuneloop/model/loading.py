@@ -49,6 +49,8 @@ def resolve_model(name: str) -> str:
             raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
                                 "save_pretrained (or tuneloop's run folder/model)")
         return str(path)
+    if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
+        raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path")
     check_hub_reachable(name)
     return name
 
