@@ -418,3 +418,34 @@ def test_json_files_in_the_shapes_people_write_them(tmp_path):
     (tmp_path / "broken.json").write_text('{"text": "a", "label": "b"}\n{"text": \n')
     with pytest.raises(DataError, match=r"broken\.json: line 2: not valid JSON"):
         list(iter_rows(str(tmp_path / "broken.json")))
+
+
+def test_compressed_files_read_as_the_file_they_hold(tmp_path):
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+
+    from tuneloop.data.readers import file_columns, iter_rows
+
+    text = "text,label\nthe cat,a\nthe dog,b\n"
+    expected = [(2, {"text": "the cat", "label": "a"}), (3, {"text": "the dog", "label": "b"})]
+    (tmp_path / "d.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "d.tsv.xz").write_bytes(lzma.compress(text.replace(",", "\t").encode()))
+    (tmp_path / "d.csv.bz2").write_bytes(bz2.compress(text.replace(",", ";").encode()))     # its own separator
+    with zipfile.ZipFile(tmp_path / "kaggle.zip", "w") as archive:                          # one file, any name
+        archive.writestr("train.csv", text)
+    for name in ("d.csv.gz", "d.tsv.xz", "d.csv.bz2", "kaggle.zip"):
+        assert list(iter_rows(str(tmp_path / name))) == expected, name
+        assert file_columns(str(tmp_path / name)) == ["text", "label"], name
+    (tmp_path / "d.jsonl.gz").write_bytes(gzip.compress(b'{"text": "the cat", "label": "a"}\n{"text": \n'))
+    with pytest.raises(DataError, match=r"d\.jsonl\.gz: line 2: not valid JSON"):          # lines as decompressed
+        list(iter_rows(str(tmp_path / "d.jsonl.gz")))
+    (tmp_path / "bad.csv.gz").write_bytes(b"not gzip")
+    with pytest.raises(DataError, match=r"bad\.csv\.gz: cannot be decompressed"):
+        list(iter_rows(str(tmp_path / "bad.csv.gz")))
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
+        archive.writestr("a.csv", text)
+        archive.writestr("b.csv", text)
+    with pytest.raises(DataError, match=r"two\.zip: a zip of data must hold one file, it holds 2 \(a\.csv, b\.csv\)"):
+        list(iter_rows(str(tmp_path / "two.zip")))

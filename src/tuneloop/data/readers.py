@@ -1,7 +1,8 @@
 """Reading the user's files: formats, CSV dialects, rows with their positions, and which columns hold what.
 
 Every reader yields (position, {column: value}); the position is the file's line for csv/tsv/jsonl (a header
-counts as line 1) and the item or row number for json arrays and parquet.
+counts as line 1) and the item or row number for json arrays and parquet. A text format may come compressed
+(`.csv.gz`, `.jsonl.bz2`, `.tsv.xz`, or a `.zip` holding one file), read as it decompresses.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def decimal_comma(source: str) -> bool:
     """Whether `source` writes its numbers with a decimal comma ("2,6"): a .csv file read with ';' as its separator
     (Excel writes ';' exactly where the comma is the decimal mark). Not a file (a table from Python, a Hub
     split): False."""
-    if Path(str(source)).suffix.lower() != ".csv" or not os.path.isfile(source):
+    if format_suffix(source) != ".csv" or not os.path.isfile(source):
         return False
     return reading_dialect(str(source), "csv")["delimiter"] == ";"
 
@@ -78,32 +79,79 @@ LABEL_COLUMNS = ["label", "labels", "score", "target", "class", "category", "gol
 ID_COLUMNS = ["id", "idx", "index", "guid"]
 
 
+COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
+
+
+def format_suffix(path: str | os.PathLike) -> str:
+    """The suffix that says the format, lower-cased: data.csv.gz is .csv, and so is data.zip holding data.csv."""
+    path = Path(str(path))
+    if path.suffix.lower() == ".zip" and len(path.suffixes) == 1 and path.is_file():
+        return Path(_zip_member(str(path)).filename).suffix.lower()
+    if path.suffix.lower() in COMPRESSED and len(path.suffixes) > 1:
+        path = path.with_suffix("")
+    return path.suffix.lower()
+
+
+def _zip_member(path: str):
+    """The one data file a .zip holds (macOS's __MACOSX/ entries and folders aside); DataError otherwise."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [m for m in archive.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
+    except (zipfile.BadZipFile, OSError) as e:
+        raise DataError(f"{path}: not a readable zip file ({e})") from None
+    if len(members) != 1:
+        raise DataError(f"{path}: a zip of data must hold one file, it holds {len(members)} "
+                        f"({', '.join(m.filename for m in members[:4])}); unpack it and give the file")
+    return members[0]
+
+
 def file_format(path: str | os.PathLike) -> str:
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise DataError(f"{path}: unsupported file type {suffix or '(none)'}; use .csv, .tsv, .json, .jsonl or "
-                        ".parquet")
+    suffix = format_suffix(path)
+    if suffix not in FORMATS or (suffix == ".parquet" and Path(path).suffix.lower() in COMPRESSED):
+        named = "".join(Path(path).suffixes[-2:]).lower() or "(none)"
+        raise DataError(f"{path}: unsupported file type {named}; use .csv, .tsv, .json, .jsonl or .parquet (the text "
+                        f"formats may be compressed: {', '.join(COMPRESSED)})")
     return FORMATS[suffix]
+
+
+def _open_bytes(path: str):
+    """The file's bytes, decompressed when its name says so (a .zip must hold exactly one file)."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".zip":
+        import zipfile
+
+        return zipfile.ZipFile(path).open(_zip_member(path))
+    opener = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}.get(suffix) if len(Path(path).suffixes) > 1 else None
+    if opener is None:
+        return open(path, "rb")
+    import importlib
+
+    return importlib.import_module(opener).open(path, "rb")
 
 
 def position_word(source: str) -> str:
     """How errors name a row's position in `source`, the same everywhere: the file's line for csv/tsv/jsonl
     (the header is line 1), the item for a JSON array, the row for Parquet and the Hub."""
-    fmt = FORMATS.get(Path(str(source)).suffix.lower())
+    fmt = FORMATS.get(format_suffix(source))
     return {"csv": "line", "tsv": "line", "jsonl": "line", "json": "item"}.get(fmt, "row")
 
 
 def _decoded_lines(path: str) -> Iterator[str]:
     """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(f"{path}: line {number}: bytes that are not UTF-8 ({raw[e.start:e.start + 4]!r} at "
-                                f"character {e.start + 1}); re-save the file as UTF-8") from None
+    with _open_bytes(path) as f:
+        try:
+            for number, raw in enumerate(f, 1):
+                if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                    raw = raw[len(codecs.BOM_UTF8):]
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataError(f"{path}: line {number}: bytes that are not UTF-8 ({raw[e.start:e.start + 4]!r} "
+                                    f"at character {e.start + 1}); re-save the file as UTF-8") from None
+        except (OSError, EOFError) as e:              # gzip's BadGzipFile is an OSError; lzma's and bz2's too
+            raise DataError(f"{path}: cannot be decompressed ({e}); check the file") from None
 
 
 def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
