@@ -157,3 +157,40 @@ def test_dropout_option_sets_every_dropout_probability(tiny_model, tmp_path):
     rates = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
     assert rates == {0.25}
     assert load_model(tiny_model, model_config(tiny_model, labels)).config.classifier_dropout is None   # its own
+
+
+def test_a_run_keeps_its_own_log_and_its_warnings(tiny_model, tmp_path, capsys):
+    """OUT/train.log holds what the run said from the data on (held until the folder existed), the step lines and
+    warnings, also under --quiet, whose console shows warnings only; a resume appends; results.json lists the
+    warnings; the logger is left as it was."""
+    import logging
+
+    train, dev, out = tmp_path / "train.csv", tmp_path / "dev.csv", tmp_path / "run"
+    train.write_text("text,label\n" + "".join(f"the cat {i},{i % 2}\n" for i in range(64)))
+    dev.write_text("text,label\nthe cat 3,1\n" + "".join(f"the dog {i},{i % 2}\n" for i in range(20)))
+    logger = logging.getLogger("tuneloop")
+    before = (list(logger.handlers), logger.level)
+
+    class Killed(Exception):
+        pass
+
+    def kill(state):
+        if state.step == 4:
+            raise Killed
+
+    opts = {**fast_options(tiny_model, max_steps=8, save_every="2"), "train_file": str(train),
+            "validation_file": str(dev), "output_dir": str(out)}
+    with pytest.raises(Killed):
+        tuneloop.train(**opts, on_step=kill)
+    console = capsys.readouterr().err
+    said = (out / "train.log").read_text()
+    assert said[:4].isdigit() and " INFO    data train: 64 rows" in said           # timed, from the data on
+    assert "also training rows" in said and "WARNING" in said                        # the overlap warning
+    assert "data train" not in console and "also training rows" in console           # --quiet: warnings only
+    results = tuneloop.train(**opts, resume="latest")
+    said = (out / "train.log").read_text()
+    assert said.count("--- resumed ") == 1 and said.count("data train: 64 rows") == 2
+    assert "step 8/8 (epoch" in said                                                 # the step lines, quiet or not
+    assert any("also training rows" in w for w in results["warnings"])
+    assert json.loads((out / "results.json").read_text())["warnings"] == results["warnings"]
+    assert (list(logger.handlers), logger.level) == before

@@ -70,16 +70,23 @@ def datasets_output(quiet: bool):
 
 
 @contextlib.contextmanager
-def console_logging(quiet: bool):
-    """tuneloop's messages on stderr, plain (INFO, or WARNING with `quiet`); the logger's own set-up after."""
+def console_logging(quiet: bool, run_log: bool = False):
+    """tuneloop's messages on stderr, plain (INFO, or WARNING with `quiet`); with `run_log`, every INFO message
+    also to the run's own log (runtime/run_log.py: OUT/train.log, results.json's warnings); the logger's own
+    set-up after."""
+    from . import run_log as run_logs
+
     before = (list(log.handlers), log.level, log.propagate)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setLevel(logging.WARNING if quiet else logging.INFO)
+    handler.addFilter(lambda record: getattr(record, "console", True))    # e.g. progress lines beside a bar
     log.handlers[:] = [handler]
-    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.setLevel(logging.INFO if run_log or not quiet else logging.WARNING)
     log.propagate = False
     try:
-        yield
+        with run_logs.capturing(log) if run_log else contextlib.nullcontext():
+            yield
     finally:
         log.handlers[:], log.level, log.propagate = before[0], before[1], before[2]
 
@@ -147,5 +154,6 @@ def run_scope(config):
                                chunked_attention=config.attention == "chunked" or (
                                    config.attention == "auto" and on_cpu and not config.compiled),
                                tf32=machine.runs_on_cuda(config.cpu))
-    with library_output(config.quiet), console_logging(config.quiet), random_states(), accelerate_state(), levers:
+    with library_output(config.quiet), console_logging(config.quiet, run_log=not config.dry_run), random_states(), \
+            accelerate_state(), levers:
         yield levers

@@ -71,6 +71,7 @@ class TrainLog:
         self.total, self.start_step = total_steps, start_step
         speaks = not quiet and accelerator.is_main_process
         self.plain = speaks and not interactive()
+        self.lines = accelerator.is_main_process       # progress lines: the console's without a bar, train.log's
         self.bar = tqdm(total=total_steps, initial=start_step, desc="Training", unit="step", dynamic_ncols=True,
                         disable=not speaks or self.plain, file=sys.stderr)
         self.loss_sum, self.micro_batches = None, 0
@@ -98,7 +99,7 @@ class TrainLog:
         self.bar.update(1)
         self.window_steps += 1
         self.shown["lr"] = lr
-        if self.plain and (step >= self.total or time.perf_counter() - self.last_line >= PLAIN_EVERY_S):
+        if self.lines and (step >= self.total or time.perf_counter() - self.last_line >= PLAIN_EVERY_S):
             self.progress_line(step, epoch)
         if step % self.every:
             return None
@@ -125,7 +126,8 @@ class TrainLog:
         loss, sps = (f"{self.shown[k]:{f}}" if math.isfinite(self.shown[k]) else "—" for k, f in
                      (("loss", ".4f"), ("sps", ".1f")))
         log.info(f"step {step}/{self.total} (epoch {epoch:.2f}): loss {loss}, lr {self.shown['lr']:.2e}, "
-                 f"{sps} samples/s, " + (f"{minutes} min {seconds:02d} s left" if step < self.total else "done"))
+                 f"{sps} samples/s, " + (f"{minutes} min {seconds:02d} s left" if step < self.total else "done"),
+                 extra={"console": self.plain})        # beside a progress bar (or --quiet): train.log's only
         self.last_line = time.perf_counter()
 
     def evaluation(self, step: int, epoch: float, evaluation, warning: str | None = None) -> None:

@@ -16,7 +16,7 @@ from ..evaluation.inference import Evaluation
 from ..evaluation.metrics import per_class
 from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
 from ..predict.rows import write_predictions
-from ..runtime import machine
+from ..runtime import machine, run_log
 
 log = logging.getLogger("tuneloop")
 
@@ -102,6 +102,7 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
     if not run.accelerator.is_main_process:
         return
     results_["timeline"] = run.timeline.to_dict()     # the phases so far: write_timeline completes it
+    results_["warnings"] = run_log.warnings()         # what the run warned of (all of it in train.log)
     atomic_write_json(run.output_dir / RESULTS_FILE, results_)
     for split, (logits, labels) in evaluation.outputs.items():
         buffer = io.BytesIO()
@@ -125,6 +126,7 @@ def write_timeline(run, results_: dict) -> None:
     written); logged as one line."""
     run.timeline.mark("test predictions" if run.config.predict_test else "end")
     results_["timeline"] = timeline = run.timeline.to_dict()
+    results_["warnings"] = run_log.warnings()
     if run.accelerator.is_main_process:
         atomic_write_json(run.output_dir / RESULTS_FILE, results_)
         before = timeline["before_run_s"]

@@ -30,7 +30,7 @@ from ..model.optim import build_optimizer, build_scheduler
 from ..model.target_scale import TargetScale
 from ..model.tokenizer import check_vocabulary, load_tokenizer
 from ..objective import Objective, Regression, objective_for
-from ..runtime import machine
+from ..runtime import machine, run_log
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
 from . import checkpoint, choose, progress, run_folder, small_data, step_choice
@@ -228,6 +228,7 @@ def setup_run_folder(config: TrainConfig, data: PreparedData, accelerator) -> Pa
     if accelerator.is_main_process:
         run_folder.prepare_run_folder(out, config.overwrite, resume=config.resume is not None)
         run_folder.write_run_marker(out, {"tuneloop_version": __version__, "kind": "train"})
+        run_log.write_into(out, resumed=config.resume is not None)      # OUT/train.log, from the run's start
         config.save_yaml(out / CONFIG_FILE)
         if data.split is not None:
             atomic_write_json(out / SPLIT_FILE, data.split)
