@@ -306,3 +306,14 @@ def test_hub_id():
     assert hub_id("minilm") == "sentence-transformers/all-MiniLM-L6-v2"
     for local in ("/models/bert", "./bert", "runs/a/model", "~/bert", "a/b/c", None, ""):
         assert hub_id(local) is None
+
+
+def test_the_runs_warnings_are_listed_escaped(tmp_path):
+    run = fabricate(tmp_path / "warned", "single_label_classification", names=["a", "b"])
+    results = json.loads((run / "results.json").read_text())
+    text, _ = check_self_contained(write_report(run))
+    assert "<h2>Warnings</h2>" not in text                                    # none: no section
+    results["warnings"] = ["validation: 2 of 50 rows are also training rows (e.g. '<i>the cat</i>')"]
+    (run / "results.json").write_text(json.dumps(results))
+    text, _ = check_self_contained(write_report(run))
+    assert "<h2>Warnings</h2>" in text and "&lt;i&gt;the cat&lt;/i&gt;" in text and "<i>the cat" not in text

@@ -268,6 +268,8 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     for note in run.notes:
         parts.append(f'<div class="note warn">{_esc(note)}</div>')
     parts += ["<h2>Summary</h2>", _table(_facts(run), cls="facts")]
+    if results.get("warnings"):                   # runtime/run_log.py: what the run warned of (train.log has all)
+        parts += ["<h2>Warnings</h2>", "<ul>" + "".join(f"<li>{_esc(w)}</li>" for w in results["warnings"]) + "</ul>"]
 
     main = results.get("main_metric") or run.metadata.get("main_metric")
     if results.get("eval"):

@@ -116,9 +116,13 @@ def gate_precision(run, stop=None) -> None:
     rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
     if not run.accelerator.is_main_process or rows < routes.GATE_MIN_ROWS:
         return
+    cpu, tried = run.accelerator.device.type == "cpu", routes.candidates(run.accelerator.device.type)
+    if tried:
+        log.info(f"precision gate: {', '.join(tried)} checked against fp32 on the recorded validation rows and "
+                 "timed" + (" (an ONNX export among them: tens of seconds; Ctrl-C skips the gate, the model is "
+                            "saved)" if routes.ONNX in tried else ""))
     try:
         with run.timeline.phase("precision gate"):
-            cpu = run.accelerator.device.type == "cpu"     # a GPU times predict's own batches (gate_folder)
             record = gate_folder(run.output_dir / MODEL_DIR, cpu=cpu,
                                  batch_size=run.config.eval_batch_size if cpu else None, stop=stop)
     except routes.GateStopped:
