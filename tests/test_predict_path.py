@@ -342,3 +342,27 @@ def test_predict_from_python_says_once_per_model_when_its_texts_are_unreadable(t
         clf.predict_proba(["zebra quokka tapir"])
     said = [r.getMessage() for r in caplog.records if "unknown token" in r.getMessage()]
     assert len(said) == 1 and said[0].startswith("texts to predict (said once for this model): 38% of the texts'")
+
+
+def test_an_experiment_gates_the_model_it_keeps_once_and_off_gates_nothing(tiny_model, tmp_path, monkeypatch):
+    """Each seed's run gated a model that --keep best then deleted (on a CPU an ONNX export each, ~20 s for
+    MiniLM): the runs skip it and OUT/model is gated once; --precision-gate off skips it everywhere."""
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=200, n_test=10)
+    gated = []
+    real = routes.gate
+
+    def counted(clf, *args, **kwargs):
+        gated.append(Path(clf.path).resolve())
+        return real(clf, *args, **kwargs)
+
+    monkeypatch.setattr(routes, "gate", counted)
+    options = {**fast_options(tiny_model, epochs=1), "task": "mrpc", "data_dir": str(data)}
+    summary = tuneloop.train(**options, seeds=[1, 2], output_dir=str(tmp_path / "seeds"))
+    assert gated == [(tmp_path / "seeds" / "model").resolve()]
+    meta = json.loads((tmp_path / "seeds" / "model" / "tuneloop.json").read_text())
+    assert meta[routes.RECORD]["cpu"]["rows"] == 200
+    kept = tmp_path / "seeds" / summary["kept"] / "model"
+    assert routes.RECORD not in json.loads((kept / "tuneloop.json").read_text())
+    tuneloop.train(**options, precision_gate="off", output_dir=str(tmp_path / "off"))
+    assert len(gated) == 1
+    assert routes.RECORD not in json.loads((tmp_path / "off" / "model" / "tuneloop.json").read_text())

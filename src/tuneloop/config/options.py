@@ -41,9 +41,8 @@ SMALL_DATA = ("auto", "on", "off")                   # training/small_data.py
 METHODS, SETFIT_HEADS = ("auto", "finetune", "setfit", "probe"), ("logistic", "end-to-end")   # training/choose.py
 SETFIT_POOLINGS = ("auto", "mean", "head")          # model/pooling.py
 STUDENT_INITS = ("auto", "teacher", "model")           # experiments/distill.py: what --student-layers cuts
-DECISIONS = ("argmax", "threshold")
-KEEP = ("best", "all")                               # experiments/runs.py
-PRUNERS = ("median", "halving", "none")              # tuneloop search --pruner (search.py)
+DECISIONS, PRECISION_GATES = ("argmax", "threshold"), ("auto", "off")     # decision/, training/finish.py
+KEEP, PRUNERS = ("best", "all"), ("median", "halving", "none")    # experiments/runs.py, search.py (--pruner)
 PRECISIONS = ("auto", "fp32", "bf16", "int8", "fp16")   # a loaded model (predict/classifier.py, predict/routes.py)
 
 
@@ -159,6 +158,9 @@ class TrainConfig(DataOptions):
     baseline: str = opt("tfidf", "a classical baseline scored beside the model on the same rows and metrics: tfidf "
                         "(word and character n-grams + logistic regression, scikit-learn; seconds of CPU) or none",
                         "evaluation", BASELINES, resumable=True)
+    precision_gate: str = opt("auto", "after training, check faster inference routes against fp32 and time them "
+                              "(predict's --precision auto takes the one kept); off: skip it", "evaluation",
+                              PRECISION_GATES, resumable=True)
     metric_for_best: Optional[str] = opt(None, "keep OUT/best/ at the evaluation best in this metric (default: the "
                                          "task's main metric; `loss` means lowest eval loss)", "evaluation",
                                          metavar="METRIC", resumable=True)
@@ -340,7 +342,7 @@ class TrainConfig(DataOptions):
                             ("keep", KEEP), ("compile", COMPILE), ("captured_step", CAPTURED_STEPS),
                             ("small_data", SMALL_DATA), ("method", METHODS), ("student_init", STUDENT_INITS),
                             ("setfit_head", SETFIT_HEADS), ("setfit_pooling", SETFIT_POOLINGS),
-                            ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS)))
+                            ("lr_scheduler", SCHEDULERS), ("report_to", TRACKERS), ("precision_gate", PRECISION_GATES)))
         if self.report_to in TRACKER_PACKAGES:     # Accelerate would skip a missing tracker without a word
             package = TRACKER_PACKAGES[self.report_to]
             need(importlib.util.find_spec(package) is not None, "report_to",

@@ -106,25 +106,34 @@ def gate_precision(run, stop=None) -> None:
     """The precision gate (predict/routes.py) on OUT/model: each faster route this device computes natively,
     checked against fp32 on the validation rows and timed there; the chosen one (or fp32) and every figure written
     into model/tuneloop.json, which `--precision auto` reads. A run with fewer than routes.GATE_MIN_ROWS validation
-    rows is not gated (its models stay fp32 under `auto`); a gate that fails to run is a warning, not the run's end.
-    `stop()` true (SIGTERM/Ctrl-C after the loop) skips it, or ends it between routes: the run's files are written
-    without it, and `timeout` or a scheduler's stop does not wait for a CPU gate's ONNX export."""
+    rows is not gated (its models stay fp32 under `auto`), nor one with --precision-gate off (an experiment's runs:
+    it gates the model it keeps); a gate that fails to run is a warning, not the run's end. `stop()` true
+    (SIGTERM/Ctrl-C after the loop) skips it, or ends it between routes: the run's files are written without it, and
+    `timeout` or a scheduler's stop does not wait for a CPU gate's ONNX export."""
     from ..layout import MODEL_DIR
+    from ..predict.routes import GATE_MIN_ROWS
+
+    rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
+    if run.accelerator.is_main_process and run.config.precision_gate != "off" and rows >= GATE_MIN_ROWS:
+        with run.timeline.phase("precision gate"):
+            gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop)
+
+
+def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None) -> None:
+    """gate_precision's gate for a saved model folder, said before and after (an experiment's kept model, a
+    search's best: their runs skip it)."""
     from ..predict import routes
     from ..predict.classifier import gate_folder
 
-    rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
-    if not run.accelerator.is_main_process or rows < routes.GATE_MIN_ROWS:
+    if rows < routes.GATE_MIN_ROWS:
         return
-    cpu, tried = run.accelerator.device.type == "cpu", routes.candidates(run.accelerator.device.type)
+    cpu, tried = device_type == "cpu", routes.candidates(device_type)
     if tried:
         log.info(f"precision gate: {', '.join(tried)} checked against fp32 on the recorded validation rows and "
                  "timed" + (" (an ONNX export among them: tens of seconds; Ctrl-C skips the gate, the model is "
                             "saved)" if routes.ONNX in tried else ""))
     try:
-        with run.timeline.phase("precision gate"):
-            record = gate_folder(run.output_dir / MODEL_DIR, cpu=cpu,
-                                 batch_size=run.config.eval_batch_size if cpu else None, stop=stop)
+        record = gate_folder(folder, cpu=cpu, batch_size=eval_batch_size if cpu else None, stop=stop)
     except routes.GateStopped:
         log.warning("precision gate: skipped, a stop signal arrived after training (the model is saved); "
                     "--precision auto stays fp32")
