@@ -325,7 +325,8 @@ def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:
         return json.loads(done.read_text(encoding="utf-8"))
     options = {name: TrainConfig.__dataclass_fields__[name].default for name in DISTILL_OPTIONS}
     return run_training(cfg.replace(**options, model=student, output_dir=str(folder), overwrite=True, resume=None,
-                                    soft_targets=None, method="finetune"))    # like for like with the student
+                                    soft_targets=None, method="finetune",     # like for like with the student
+                                    precision_gate="off"))                    # a comparison, not a model to ship
 
 
 def _report(out: Path) -> None:
