@@ -366,3 +366,27 @@ def test_an_experiment_gates_the_model_it_keeps_once_and_off_gates_nothing(tiny_
     tuneloop.train(**options, precision_gate="off", output_dir=str(tmp_path / "off"))
     assert len(gated) == 1
     assert routes.RECORD not in json.loads((tmp_path / "off" / "model" / "tuneloop.json").read_text())
+
+
+def test_a_stop_before_training_began_ends_the_run_at_once(tiny_model, tmp_path, monkeypatch):
+    """Ctrl-C while 200,000 rows were tokenized was noted for 'the end of this step': the run read on, loaded the
+    model, trained a step and saved a checkpoint of it (40 s). Before the run is set up, a stop is a stop."""
+    import signal
+
+    from tuneloop.exceptions import Interrupted
+    from tuneloop.training import setup_steps
+
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=20, n_test=10)
+    read = setup_steps.setup_data
+
+    def read_then_sigterm(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(setup_steps, "setup_data", read_then_sigterm)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Interrupted, match="interrupted before training began: nothing was saved") as stopped:
+        tuneloop.train(**fast_options(tiny_model, epochs=1), task="mrpc", data_dir=str(data),
+                       output_dir=str(tmp_path / "run"))
+    assert stopped.value.signal_number == signal.SIGTERM and not (tmp_path / "run").exists()
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -34,6 +34,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
     cfg = for_this_machine(config, lambda: body_parameters(config.model))   # on a GPU: precision by size
     with run_scope(cfg) as levers, StopSignals() as signals:
         r = setup(cfg, levers)           # accelerator, data, model, run folder, AdamW, loaders, plan, schedule, state
+        signals.arm()                    # a stop from now on saves a checkpoint first (before: it stops at once)
         cfg = r.config                   # as setup decided it (--method auto, the small-data settings): read only this
         if cfg.dry_run:
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written

@@ -1,5 +1,7 @@
 """SIGINT/SIGTERM during a run: noted by a handler and acted on by the loop at the next step boundary (save a
-checkpoint, then stop), with every process agreeing. The handlers are the run's only while it goes."""
+checkpoint, then stop), with every process agreeing. Before the run is set up (reading and tokenizing the data,
+loading the model) there is nothing to save: a stop ends it at once. The handlers are the run's only while it
+goes."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import threading
 
 import torch
 
+from ..exceptions import Interrupted
+
 log = logging.getLogger("tuneloop")
 
 
@@ -19,6 +23,7 @@ class StopSignals(contextlib.AbstractContextManager):
 
     def __init__(self):
         self.signal_number, self._previous = 0, {}
+        self.armed = False               # arm(): from then on a stop waits for a step boundary and a checkpoint
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -32,7 +37,14 @@ class StopSignals(contextlib.AbstractContextManager):
         self._previous = {}
         return None
 
+    def arm(self) -> None:
+        """The run is set up: a stop now saves a checkpoint at the next step boundary (or ends the setfit stage)."""
+        self.armed = True
+
     def _handle(self, signum, frame):
+        if not self.armed:                   # nothing trained yet: a stop during 40 s of tokenizing is a stop now
+            raise Interrupted("interrupted before training began: nothing was saved to resume; run it again (with "
+                              "--overwrite if its --output-dir was created)", signum)
         if self.signal_number and signum == signal.SIGINT:
             raise KeyboardInterrupt          # a second Ctrl-C: stop now, no checkpoint
         self.signal_number = signum
