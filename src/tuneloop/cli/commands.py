@@ -123,7 +123,6 @@ def cmd_predict(ns) -> int:
     from pathlib import Path
 
     from ..atomic import same_file
-
     from ..predict.classifier import Classifier
     from ..predict.evaluate import predict_file
     from ..runtime.process import command_scope

@@ -8,8 +8,10 @@ counts as line 1) and the item or row number for json arrays and parquet. A text
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import functools
+import importlib
 import json
 import logging
 import os
@@ -116,19 +118,19 @@ def file_format(path: str | os.PathLike) -> str:
     return FORMATS[suffix]
 
 
+@contextlib.contextmanager
 def _open_bytes(path: str):
-    """The file's bytes, decompressed when its name says so (a .zip must hold exactly one file)."""
+    """The file's bytes, decompressed when its name says so (a .zip must hold exactly one file); closed after."""
     suffix = Path(path).suffix.lower()
     if suffix == ".zip":
         import zipfile
 
-        return zipfile.ZipFile(path).open(_zip_member(path))
+        with zipfile.ZipFile(path) as archive, archive.open(_zip_member(path)) as f:
+            yield f
+        return
     opener = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}.get(suffix) if len(Path(path).suffixes) > 1 else None
-    if opener is None:
-        return open(path, "rb")
-    import importlib
-
-    return importlib.import_module(opener).open(path, "rb")
+    with (importlib.import_module(opener).open(path, "rb") if opener else open(path, "rb")) as f:  # noqa: SIM115
+        yield f
 
 
 def position_word(source: str) -> str:
