@@ -449,3 +449,19 @@ def test_compressed_files_read_as_the_file_they_hold(tmp_path):
         archive.writestr("b.csv", text)
     with pytest.raises(DataError, match=r"two\.zip: a zip of data must hold one file, it holds 2 \(a\.csv, b\.csv\)"):
         list(iter_rows(str(tmp_path / "two.zip")))
+
+
+def test_the_columns_a_training_file_is_read_by_are_said_when_detected(tmp_path, caplog):
+    import logging
+
+    path = tmp_path / "news.csv"
+    path.write_text("id,title,body,author,category\n1,the cat,the dog sat,bob,a\n2,a cat,a dog ran,ann,b\n")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        load_user_files(str(path), None, None, None, None)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("columns of")]
+    assert said == [f"columns of {path}: text 'body', label 'category', id 'id' (detected; --text-columns / "
+                    "--label-column name others); not read: title, author"]            # the title was left out unsaid
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        load_user_files(str(path), None, None, ["title", "body"], "category")
+    assert not [r for r in caplog.records if r.getMessage().startswith("columns of")]    # named: nothing to say

@@ -251,12 +251,25 @@ def load_user_files(train_file: str | None, validation_file: str | None, test_fi
             columns = _python_words(lambda: detect_columns(str(path), path.columns, text, label, need_label))
         else:
             columns = detect_columns(path, file_columns(path), text, label, need_label)
+        if split == "train" and not (text and (label or not need_label)):
+            said_columns(path, columns, path.columns if isinstance(path, Table) else file_columns(path))
         text, label = list(columns.text), columns.label or label
         tables[split] = read_table(path, columns, need_label=need_label, split=split, stats=stats)
         source[split] = str(path)
     text_cols = tuple(text or ())
     return RawData(tables.get("train"), {"validation": tables["validation"]} if "validation" in tables else {},
                    {"test": tables["test"]} if "test" in tables else {}, text_cols, source, stats)
+
+
+def said_columns(path, columns, available) -> None:
+    """The columns a training file is read by, when tuneloop detected them: which hold the text, the label and the
+    id, and which are not read (a title beside a body, say)."""
+    used = [*columns.text, columns.label, columns.id]
+    unread = [c for c in available if c not in used]
+    log.info(f"columns of {path}: text {', '.join(map(repr, columns.text))}, label {columns.label!r}"
+             + (f", id {columns.id!r}" if columns.id else "") + " (detected; --text-columns / --label-column name "
+             "others)" + (f"; not read: {', '.join(map(str, unread[:8]))}{' ...' if len(unread) > 8 else ''}"
+                          if unread else ""))
 
 
 def _python_words(detect):
