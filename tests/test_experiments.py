@@ -53,6 +53,7 @@ def test_seeds_give_runs_a_matching_summary_and_collapsed_runs_are_retried(tiny_
     assert summary["runs"][0]["replaced_by"] == "seed-3" and "replaced_by" not in summary["runs"][1]
     assert [r["seed"] for r in summary["runs"]] == [1, 3, 2]
     results = {s: json.loads((out / f"seed-{s}" / "results.json").read_text()) for s in (1, 2, 3)}
+    assert [r["warnings"] for r in summary["runs"]] == [results[s]["warnings"] for s in (1, 3, 2)]   # each run's
     for metric in ("accuracy", "f1", "loss"):                # the replaced run counts no more
         values = [results[s]["eval"][metric] for s in (3, 2)]
         assert summary["metrics"][metric]["n"] == 2

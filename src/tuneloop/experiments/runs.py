@@ -152,7 +152,8 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
             "metric_for_best": metric,
             "runs": [{"name": r["name"], **{k: r[k] for k in ("seed", "fold") if k in r},
                       "collapsed": r["collapsed"], **({"replaced_by": r["replaced_by"]} if "replaced_by" in r else {}),
-                      "best": r["results"].get("best"), "eval": per_run[r["name"]]} for r in runs],
+                      "best": r["results"].get("best"), "eval": per_run[r["name"]],
+                      "warnings": r["results"].get("warnings", [])} for r in runs],       # each run's train.log has all
             "metrics": stats, "kept": best["name"], "keep": config.keep,
             "collapsed": [r["name"] for r in runs if r["collapsed"]], "output_dir": str(config.output_dir)}
 

@@ -52,8 +52,10 @@ def write_summary_page(out: Path, summary: dict) -> Path:
     parts += ["<h2>Metrics</h2>", _table(rows, header=("metric", "mean ± std", "95% interval of the mean", "runs"))]
     metrics = list(summary["metrics"])
     parts += ["<h2>Runs</h2>", _table([(r["name"], *[r["eval"].get(k) for k in metrics],
-                                        "collapsed" if r["collapsed"] else "", r.get("replaced_by", ""))
-                                       for r in summary["runs"]], header=("run", *metrics, "", "replaced by"))]
+                                        "collapsed" if r["collapsed"] else "", r.get("replaced_by", ""),
+                                        len(r.get("warnings") or ()))     # each run's report and train.log list them
+                                       for r in summary["runs"]], header=("run", *metrics, "", "replaced by",
+                                                                          "warnings"))]
     parts.append(f"<p>Kept as <code>model/</code>: <b>{_esc(summary['kept'])}</b> (best "
                  f"{_esc(summary['metric_for_best'])} on validation; --keep {_esc(summary['keep'])}). Each run's own "
                  "report is in its folder.</p>")
