@@ -107,6 +107,26 @@ def test_integer_and_float_labels(tmp_path):
     assert schema.problem_type == "regression" and schema.num_labels == 1
 
 
+def test_labels_with_leading_zeros_are_codes_kept_as_written(tmp_path, caplog):
+    """'01', '1' and '001' were one class '1' ("the label column holds only ['1']"), and codes '01', '02' were
+    renamed '1', '2' in every prediction."""
+    import logging
+
+    codes = tmp_path / "codes.csv"
+    codes.write_text("text,label\na,01\nb,1\nc,001\nd,02\ne,1.0\n")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        schema = infer_label_schema(load_user_files(str(codes), None, None, None, None).train, "auto", None, "codes")
+    assert schema.names == ["001", "01", "02", "1", "1.0"]
+    assert any("kept as written, as codes; '001', '01', '1', '1.0' are different classes" in r.getMessage()
+               for r in caplog.records)
+    encode = LabelEncoder(schema, "codes")
+    assert [encode(v, 2) for v in ("01", "001", "1", "02")] == [1, 0, 3, 2]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("text,label\na,1\nb,1.0\nc,0\n")                        # no zeros in front: numbers, as before
+    schema = infer_label_schema(load_user_files(str(plain), None, None, None, None).train, "auto", None, "plain")
+    assert schema.names == ["0", "1"]
+
+
 def test_glue_task_labels_accept_class_ids(mrpc_dir):
     schema = infer_label_schema(None, "auto", None, "x", TASKS["mrpc"])
     encode = LabelEncoder(schema, "dev.tsv", accept_ids=True)

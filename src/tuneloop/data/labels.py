@@ -69,6 +69,7 @@ def _split_labels(raw: str, separator: str | None) -> list[str]:
     return [part.strip() for part in raw.split(separator)] if separator else [raw]
 
 
+_LEADING_ZERO = re.compile(r"[+-]?0\d+")      # 01, 007: a code (a department, a ZIP code), not a number
 _COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+")   # 2,6  -0,5  ,25: a number with a decimal comma and nothing else
 _GROUPED_COMMA_NUMBER = re.compile(r"[+-]?\d{1,3}(\.\d{3})+,\d+")   # 1.250,50: dots group thousands (a bare 1.250
                                                                      # stays 1.25: with no comma it could be either)
@@ -119,9 +120,17 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         names = sorted({item for v in values for item in _split_labels(v, separator) if item})
         _say_near_duplicates(names, source)
         return LabelSchema(problem_type, names, separator)
-    if values and all(x is not None and x.is_integer() for x in numeric):
+    whole = bool(values) and all(x is not None and x.is_integer() for x in numeric)
+    codes = [v for v in values if _LEADING_ZERO.fullmatch(v)] if whole else []
+    if whole and not codes:
         _say_decimal_comma(values, comma, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
+    elif codes:                       # "01", "02": codes, whose zeros are part of the name ("01" and "1" two classes)
+        names = sorted(values)
+        twice = [v for v, x in zip(values, numeric, strict=True) if numeric.count(x) > 1]
+        log.info(f"{source}: labels written with leading zeros ({', '.join(map(repr, codes[:3]))}) are kept as "
+                 "written, as codes" + (f"; {', '.join(map(repr, sorted(twice)[:4]))} are different classes" if twice
+                                        else ""))
     else:
         names = sorted(values)
         if guessed and all(x is not None or _written_with_comma(v) for v, x in zip(values, numeric, strict=True)):
