@@ -485,3 +485,36 @@ def test_the_columns_a_training_file_is_read_by_are_said_when_detected(tmp_path,
     with caplog.at_level(logging.INFO, logger="tuneloop"):
         load_user_files(str(path), None, None, ["title", "body"], "category")
     assert not [r for r in caplog.records if r.getMessage().startswith("columns of")]    # named: nothing to say
+
+
+def test_an_excel_workbook_is_read_as_a_csv_file_is(tmp_path, caplog):
+    import datetime as dt
+    import logging
+
+    import openpyxl
+
+    from tuneloop.data.readers import file_columns, iter_rows
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.append(["text", "label", "when", None])             # an empty cell after the last name: not a column
+    sheet.append(["the cat", 1, dt.date(2020, 1, 2)])
+    sheet.append([None, None, None])                          # an empty row: left out
+    sheet.append(["the dog", 2.0, None])
+    book.create_sheet("notes").append(["not read"])
+    book.save(tmp_path / "d.xlsx")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        rows = list(iter_rows(str(tmp_path / "d.xlsx")))
+    assert rows == [(2, {"text": "the cat", "label": "1", "when": "2020-01-02"}),
+                    (4, {"text": "the dog", "label": "2", "when": ""})]       # the sheet's rows; 2.0 as written 2
+    assert file_columns(str(tmp_path / "d.xlsx")) == ["text", "label", "when"]
+    assert any("2 sheets; reading the first, 'Sheet'" in r.getMessage() for r in caplog.records)
+    bad = openpyxl.Workbook()
+    bad.active.append(["text", None, "label"])
+    bad.active.append(["a", 1, "b"])
+    bad.save(tmp_path / "blank.xlsx")
+    with pytest.raises(DataError, match=r"blank\.xlsx: row 1, column B: no column name"):
+        list(iter_rows(str(tmp_path / "blank.xlsx")))
+    (tmp_path / "fake.xlsx").write_text("not a workbook")
+    with pytest.raises(DataError, match=r"fake\.xlsx: not a readable \.xlsx workbook"):
+        list(iter_rows(str(tmp_path / "fake.xlsx")))

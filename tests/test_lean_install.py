@@ -11,7 +11,7 @@ import sys
 
 from conftest import fast_options
 
-OPTIONAL = ["onnx", "onnxruntime", "fastapi", "uvicorn", "starlette", "optuna", "psycopg", "peft"]
+OPTIONAL = ["onnx", "onnxruntime", "fastapi", "uvicorn", "starlette", "optuna", "psycopg", "peft", "openpyxl"]
 
 SCRIPT = """
 import json, sys
@@ -29,6 +29,7 @@ codes["serve"] = main(["serve", {model!r}])
 codes["export"] = main(["export", {run!r}, "--output", {export!r}])
 codes["search"] = main(["search", "--space", "space.yaml", "--output-dir", {search!r}])
 codes["lora"] = main({train!r}[:-2] + ["--output-dir", {lora!r}, "--lora"])
+codes["excel"] = main(["train", "--train-file", {xlsx!r}, "--model", {tiny!r}, "--output-dir", {lora!r}])
 loaded = sorted(name for name in {optional!r} if sys.modules.get(name) is not None)
 print("RESULT " + json.dumps({{"codes": codes, "loaded": loaded}}))
 """
@@ -41,18 +42,24 @@ def test_the_core_works_without_extras_and_commands_name_their_extra(tiny_model,
                          ([f"--{key.replace('_', '-')}"] if value is True else
                           [f"--no-{key.replace('_', '-')}"] if value is False else
                           [f"--{key.replace('_', '-')}", str(value)])]
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active.append(["text", "label"])
+    book.active.append(["the cat", "a"])
+    book.save(tmp_path / "rows.xlsx")
     script = SCRIPT.format(optional=OPTIONAL, train=train, model=str(run / "model"), run=str(run),
                            export=str(tmp_path / "onnx"), search=str(tmp_path / "search"),
-                           lora=str(tmp_path / "lora"))
+                           lora=str(tmp_path / "lora"), xlsx=str(tmp_path / "rows.xlsx"), tiny=tiny_model)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.split("RESULT ", 1)[1])
     codes = result["codes"]
     assert codes["train"] == codes["evaluate"] == codes["predict"] == 0
     assert codes["load"] in ("equivalent", "not_equivalent")
-    assert codes["serve"] == codes["export"] == codes["search"] == codes["lora"] == 2
+    assert codes["serve"] == codes["export"] == codes["search"] == codes["lora"] == codes["excel"] == 2
     assert result["loaded"] == []
-    for extra in ("serve", "export", "search", "lora"):
+    for extra in ("serve", "export", "search", "lora", "excel"):
         assert f'pip install "tuneloop[{extra}]"' in out.stderr
     assert "Traceback" not in out.stderr
     assert not any((tmp_path / name).exists() for name in ("onnx", "search", "lora"))

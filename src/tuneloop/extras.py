@@ -15,6 +15,7 @@ EXTRAS = {
     "search": ("tuneloop search", ("optuna",)),
     "postgres": ("tuneloop search --storage postgresql://...", ("optuna", "psycopg")),
     "lora": ("--lora (LoRA adapters) and LoRA model folders", ("peft",)),
+    "excel": ("reading .xlsx files", ("openpyxl",)),
 }
 
 

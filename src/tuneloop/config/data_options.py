@@ -29,7 +29,7 @@ class DataOptions:
     data_dir: Optional[str] = opt(None, "folder with the task's files exactly as GLUE ships them (train.tsv, dev.tsv, "
                                   "test.tsv); without it and without --train-file a GLUE task is read from the Hub",
                                   "data", metavar="DIR", commands=WITH_EVALUATE, common=True, sklearn="own")
-    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl or .parquet", "data",
+    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl, .parquet or .xlsx", "data",
                                     metavar="FILE", common=True, sklearn="own")
     validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE",
                                          commands=WITH_EVALUATE, resumable=True, common=True, sklearn="own")

@@ -70,7 +70,8 @@ def decimal_comma(source: str) -> bool:
     return reading_dialect(str(source), "csv")["delimiter"] == ";"
 
 
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet", ".xlsx": "xlsx"}
+BINARY = (".parquet", ".xlsx")         # formats read from the file itself: not from a compressed copy
 TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
                      ("question", "sentence"), ("question", "context"), ("query", "passage"),
                      ("text1", "text2"), ("text_a", "text_b"), ("text", "text_pair"),
@@ -111,10 +112,10 @@ def _zip_member(path: str):
 
 def file_format(path: str | os.PathLike) -> str:
     suffix = format_suffix(path)
-    if suffix not in FORMATS or (suffix == ".parquet" and Path(path).suffix.lower() in COMPRESSED):
+    if suffix not in FORMATS or (suffix in BINARY and Path(path).suffix.lower() in COMPRESSED):
         named = "".join(Path(path).suffixes[-2:]).lower() or "(none)"
-        raise DataError(f"{path}: unsupported file type {named}; use .csv, .tsv, .json, .jsonl or .parquet (the text "
-                        f"formats may be compressed: {', '.join(COMPRESSED)})")
+        raise DataError(f"{path}: unsupported file type {named}; use .csv, .tsv, .json, .jsonl, .parquet or .xlsx "
+                        f"(the text formats may be compressed: {', '.join(COMPRESSED)})")
     return FORMATS[suffix]
 
 
@@ -135,7 +136,8 @@ def _open_bytes(path: str):
 
 def position_word(source: str) -> str:
     """How errors name a row's position in `source`, the same everywhere: the file's line for csv/tsv/jsonl
-    (the header is line 1), the item for a JSON array, the row for Parquet and the Hub."""
+    (the header is line 1), the item for a JSON array, the sheet's row for .xlsx (the header is row 1), the row for
+    Parquet and the Hub."""
     fmt = FORMATS.get(format_suffix(source))
     return {"csv": "line", "tsv": "line", "jsonl": "line", "json": "item"}.get(fmt, "row")
 
@@ -269,6 +271,10 @@ def iter_rows(path: str, names: tuple[str, ...] | None = None) -> Iterator[tuple
         return _delimited_rows(path, fmt, names)
     if fmt in ("json", "jsonl"):
         return _json_rows(path, fmt)
+    if fmt == "xlsx":
+        from .excel import excel_rows
+
+        return excel_rows(path)
     return _parquet_rows(path)
 
 
@@ -277,6 +283,10 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
     if names:
         return list(names)
     fmt = file_format(path)
+    if fmt == "xlsx":
+        from .excel import excel_rows
+
+        return list(next(excel_rows(path, header_only=True))[1])
     if fmt == "parquet":
         import pyarrow.parquet as pq
 

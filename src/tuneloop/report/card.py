@@ -322,7 +322,7 @@ def _usage_section(f: _Facts) -> list[str]:
             "from transformers import pipeline", "",
             f"classify = pipeline(\"text-classification\", model=\"MODEL\"{kwargs})",
             f"print(classify({example}))", "```", "",
-            "With tuneloop, a file (.csv, .tsv, .json, .jsonl or .parquet with the column(s) "
+            "With tuneloop, a file (.csv, .tsv, .json, .jsonl, .parquet or .xlsx with the column(s) "
             f"{column_hint}, or name yours with `--text-columns`):", "", "```bash",
             "tuneloop predict --model MODEL --input FILE --output predictions.tsv", "```", "",
             "or one example:", "", "```bash", f"tuneloop predict --model MODEL {texts}", "```", "",
