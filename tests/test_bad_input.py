@@ -97,8 +97,11 @@ def test_malformed_jsonl(tiny_model, tmp_path, good, capsys):
 
 
 def test_unsupported_file_type(tiny_model, tmp_path, good, capsys):
-    bad = write(tmp_path / "data.xlsx", "x")
-    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "data.xlsx", "unsupported file type")
+    bad = write(tmp_path / "data.xls", "x")                         # the old Excel format (.xlsx is read)
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "data.xls", "unsupported file type .xls; use "
+          ".csv, .tsv, .json, .jsonl, .parquet or .xlsx")
+    fake = write(tmp_path / "data.xlsx", "x")
+    check(*run_cli(train_argv(tiny_model, tmp_path, fake, good), capsys), "data.xlsx", "not a readable .xlsx workbook")
 
 
 def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_dir, tmp_path, capsys):
