@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 
+from ..atomic import same_file
+
 log = logging.getLogger("tuneloop")
 
 BATCH = 10_000       # rows read at a time: the texts are hashed, never all held as Python strings
@@ -34,18 +36,18 @@ def shared_rows(train, evaluation) -> tuple[int, str | None]:
     return count, first
 
 
-def same_file(train_source: str | None, validation_source: str | None) -> bool:
-    """Whether --validation-file names the training file itself (not a split of it)."""
-    if not train_source or not validation_source or not os.path.isfile(train_source):
-        return False
-    return os.path.isfile(validation_source) and os.path.samefile(train_source, validation_source)
+def given_twice(train_source: str | None, validation_source: str | None) -> bool:
+    """Whether --validation-file names the training file itself (not a split of it; tables from Python are not
+    files)."""
+    return bool(train_source and validation_source and os.path.isfile(train_source)
+                and os.path.isfile(validation_source) and same_file(train_source, validation_source))
 
 
 def check_overlap(train, evaluation: dict, sources: dict, held_out: bool) -> dict:
     """{split: rows also in training} for every validation split, each count said in the log when not zero."""
     counts = {}
     for split, table in evaluation.items():
-        if not held_out and same_file(sources.get("train"), sources.get(split)):
+        if not held_out and given_twice(sources.get("train"), sources.get(split)):
             log.warning(f"{split}: {sources[split]} is also the training file: every {split} row is a training row, "
                         "so its scores measure what the model memorised; give a file of other rows, or leave "
                         "--validation-file out to hold rows out of the training file")

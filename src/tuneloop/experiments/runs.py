@@ -27,9 +27,8 @@ from ..config.options import TrainConfig
 from ..exceptions import ConfigError
 from ..layout import BEST_DIR, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
 from ..objective import SingleLabel
-from ..runtime import machine
 from ..tasks import metric_range, signed_score
-from ..training.finish import gate_model
+from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder, is_run_folder
 from .common import copy_folder, resume_point
@@ -77,10 +76,8 @@ def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict
     summary = summarise(config, runs)
     if PartialState().is_main_process:
         keep_models(out, summary, config.keep)
-        if config.precision_gate != "off":
-            kept = next(r for r in runs if r["name"] == summary["kept"])
-            gate_model(out / MODEL_DIR, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu",
-                       config.eval_batch_size, kept["results"].get("eval", {}).get("num_samples", 0))
+        kept = next(r for r in runs if r["name"] == summary["kept"])
+        gate_kept_model(out / MODEL_DIR, config, kept["results"].get("eval", {}).get("num_samples", 0))
         if config.folds:
             from .folds import write_out_of_fold
 

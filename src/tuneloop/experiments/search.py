@@ -34,9 +34,8 @@ from ..config.parsing import coerce, read_yaml_mapping
 from ..exceptions import ConfigError, Interrupted
 from ..layout import (BEST_DIR, CHECKPOINTS_DIR, CONFIG_FILE, MODEL_DIR, RESULTS_FILE, SEARCH_FILE, STUDY_JOURNAL,
                       TRIALS_DIR)
-from ..runtime import machine
 from ..tasks import signed_score
-from ..training.finish import gate_model
+from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from .common import copy_folder, resume_point
 
@@ -293,10 +292,10 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
                        n_trials=None, callbacks=[MaxTrialsCallback(options.trials, states=finished)], catch=(),
                        gc_after_trial=True)                  # no trial is gated: OUT/best is, once, below
     summary = finish(study, out, space, options)
-    if config.precision_gate != "off" and summary.get("best", {}).get("model"):
+    if summary.get("best", {}).get("model"):
         trial = Path(summary["best"]["folder"]) / RESULTS_FILE
         rows = json.loads(trial.read_text(encoding="utf-8"))["eval"].get("num_samples", 0) if trial.is_file() else 0
-        gate_model(out / BEST_DIR, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu", config.eval_batch_size, rows)
+        gate_kept_model(out / BEST_DIR, config, rows)
     return summary
 
 

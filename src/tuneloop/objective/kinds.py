@@ -272,4 +272,3 @@ def objective_for(labels, weights=None) -> Objective:
     if isinstance(labels, str):
         return KINDS[labels](1, weights)
     return KINDS[labels.problem_type](labels.num_labels, weights)
-

@@ -285,7 +285,7 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
     size, rank, processes = cfg.setfit_batch_size, acc.process_index, acc.num_processes
     starts = steps_a_pass(len(first), size, processes)
     epochs = passes(cfg, len(starts))
-    total = len(starts) * epochs if not cfg.max_steps else min(len(starts) * epochs, cfg.max_steps)
+    total = min(len(starts) * epochs, cfg.max_steps or len(starts) * epochs)
     optimizer = build_optimizer(model, cfg.setfit_lr, cfg.weight_decay, acc.device.type, exclude=head.parameters())
     params = [p for group in optimizer.param_groups for p in group["params"]]     # the body's: the head is fitted
     scheduler = build_scheduler(optimizer, "linear", total, 0, 0.1)
@@ -304,9 +304,9 @@ def train_body(model, head, embed: Embedder, rows, labels, cfg, acc, stop: Calla
             for module in head_dropouts(acc.unwrap_model(model)):
                 module.eval()
         for epoch in range(epochs):
-            order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
             if len(losses) == total:
                 break
+            order = np.random.default_rng([cfg.seed, epoch]).permutation(len(starts)) if epoch else range(len(starts))
             for s in (starts[i] for i in order):
                 share = slice(s + rank, min(s + size, len(first)), processes)   # this process's pairs of the step
                 a, b = first[share], second[share]

@@ -16,6 +16,7 @@ from ..model import target_scale
 from ..model.loading import save_model
 from ..predict.classifier import Classifier
 from ..predict.rows import write_predictions
+from ..runtime import machine
 from ..runtime.process import settle_processes
 
 log = logging.getLogger("tuneloop")
@@ -117,6 +118,13 @@ def gate_precision(run, stop=None) -> None:
     if run.accelerator.is_main_process and run.config.precision_gate != "off" and rows >= GATE_MIN_ROWS:
         with run.timeline.phase("precision gate"):
             gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop)
+
+
+def gate_kept_model(folder, config, rows: int) -> None:
+    """An experiment's kept model or a search's best, gated once after its runs (which skip the gate), on the device
+    they trained on; not with --precision-gate off."""
+    if config.precision_gate != "off":
+        gate_model(folder, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu", config.eval_batch_size, rows)
 
 
 def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None) -> None:
