@@ -266,3 +266,38 @@ def test_command_arguments_out_of_range_are_one_line(tmp_path, capsys):
     check(*run_cli(["predict", "--model", str(config), "the cat"], capsys), "config.json: is a file; give the folder")
     missing = str(tmp_path / "runs" / "model")                # was looked up on the Hub: "Repo id must be in the form"
     check(*run_cli(["predict", "--model", missing, "the cat"], capsys), f"--model {missing}: no such folder")
+
+
+def test_an_output_place_under_a_file_or_not_writable_is_one_line(tiny_model, tmp_path, good, good_dev, capsys,
+                                                                   monkeypatch):
+    """A file standing where a folder of --output-dir would go was a NotADirectoryError traceback (train, --seeds
+    and search alike); a folder that cannot be made or written in was a traceback too."""
+    import errno
+    import os
+    from pathlib import Path
+
+    blocker = write(tmp_path / "afile", "mine")
+    space = write(tmp_path / "space.yaml", "lr:\n  low: 0.0001\n  high: 0.001\n")
+    search = ["search", "--model", tiny_model, "--train-file", str(good), "--validation-file", str(good_dev),
+              "--space", str(space), "--trials", "1", "--max-steps", "1", "--quiet"]
+    for out, argv in ((blocker / "run", train_argv(tiny_model, tmp_path, good, good_dev)),
+                      (blocker / "runs" / "x", train_argv(tiny_model, tmp_path, good, good_dev, "--seeds", "1,2")),
+                      (blocker / "s", search)):
+        check(*run_cli([*argv, "--output-dir", str(out)], capsys), f"--output-dir {out}: {blocker} is a file, not a "
+              "folder; choose another place")
+    assert blocker.read_text() == "mine"
+    locked, access = tmp_path / "locked", os.access
+    locked.mkdir()
+    monkeypatch.setattr(os, "access", lambda p, mode, **k: Path(p) != locked and access(p, mode, **k))
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--output-dir", str(locked / "run")), capsys),
+          f"this user may not write in the folder {locked}")
+    mkdir = Path.mkdir
+
+    def read_only(self, *a, **k):
+        if self.name == "run":
+            raise OSError(errno.EROFS, "Read-only file system")
+        return mkdir(self, *a, **k)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--output-dir", str(tmp_path / "run")), capsys),
+          "cannot create this folder (Read-only file system)")

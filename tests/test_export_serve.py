@@ -132,6 +132,13 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
     assert labelled.read_text() == "sentence1,sentence2,label\nthe cat,the dog,1\n"
     assert main(["predict", "--model", str(run_dir), "--input", str(data), "--batch-size", "0"]) == 2
     assert "--batch-size: must be at least 1, got 0" in capsys.readouterr().err
+    blocker = tmp_path / "afile"                 # a file where a folder of the output goes: a traceback each
+    blocker.write_text("mine")
+    for argv in (["predict", "--model", str(run_dir), "--input", str(data)], ["evaluate", "--model", str(run_dir)],
+                 ["export", str(run_dir)]):
+        assert main([*argv, "--output", str(blocker / "out" / "x.tsv"), "--quiet"]) == 2
+        assert f"{blocker} is a file, not a folder" in capsys.readouterr().err
+    assert blocker.read_text() == "mine"
 
 
 # ---------------------------------------------------------------------------------------------- serve

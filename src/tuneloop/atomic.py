@@ -33,6 +33,37 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return False
 
 
+def check_place(path: str | os.PathLike, option: str, folder: bool = False) -> None:
+    """Refuse, in one line naming `option`, a path that cannot be written: a file standing where a folder of it
+    would be made, or a folder this process may not write in. `folder`: `path` is itself a folder written into."""
+    from .exceptions import TuneloopError
+
+    path = Path(path)
+    for place in ((path,) if folder else ()) + tuple(path.parents):
+        if place.exists():
+            if not place.is_dir():
+                raise TuneloopError(f"{option} {path}: {place} is a file, not a folder; choose another place")
+            if not os.access(place, os.W_OK | os.X_OK):
+                raise TuneloopError(f"{option} {path}: this user may not write in the folder {place}; choose "
+                                    "another place (or change its permissions)")
+            return
+
+
+def make_folder(path: str | os.PathLike, option: str) -> Path:
+    """Create the folder `path` (and its parents) for `option`; the system's refusal is one line naming both."""
+    from .exceptions import TuneloopError
+
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if disk_full(e):
+            raise
+        raise TuneloopError(f"{option} {path}: cannot create this folder ({e.strerror or e}); choose another "
+                            "place") from None
+    return path
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     fd = None

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import extras
-from ..atomic import atomic_folder
+from ..atomic import atomic_folder, check_place
 from ..exceptions import TuneloopError
 from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE
 from ..model.onnx_model import export_file, is_onnx_folder
@@ -59,6 +59,7 @@ def check_target(target: Path, folder: Path, overwrite: bool) -> None:
                             f"replace; choose a folder outside it, e.g. {folder.parent / 'onnx'}")
     if target.exists() and not target.is_dir():
         raise TuneloopError(f"--output {target}: is a file; give a folder for the exported model")
+    check_place(target, "--output", folder=True)
     if not target.exists() or not any(target.iterdir()):
         return
     if not overwrite:

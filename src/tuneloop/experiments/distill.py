@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..atomic import atomic_write_json, atomic_write_text
+from ..atomic import atomic_write_json, atomic_write_text, make_folder
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, TuneloopError
@@ -167,7 +167,7 @@ def clear(folder: Path) -> None:
 def student_table(cfg: TrainConfig, folder: Path) -> dict:
     """The student's training table (DISTILL_TABLE) and the teacher's soft targets (SOFT_TARGETS_FILE) in `folder`,
     computed once: a resume (or a rerun on the same teacher and texts) reuses them."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder, "--output-dir")
     given = t.read_texts(cfg.train_file, cfg.text_columns, cfg.label_column, True) if cfg.train_file else None
     from_file = t.is_soft_label_file(cfg.teacher)
     if from_file:

@@ -28,7 +28,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from ..atomic import atomic_write_json
+from ..atomic import atomic_write_json, check_place, make_folder
 from ..config.options import PRUNERS, TrainConfig
 from ..config.parsing import coerce, read_yaml_mapping
 from ..exceptions import ConfigError, Interrupted
@@ -159,7 +159,7 @@ def open_study(out: Path, options: SearchOptions, seed: int):
     else:
         from optuna.storages.journal import JournalFileBackend
 
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out, "--output-dir")
         storage = optuna.storages.JournalStorage(JournalFileBackend(str(out / STUDY_JOURNAL)))
     pruner = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
               "halving": optuna.pruners.SuccessiveHalvingPruner(), "none": optuna.pruners.NopPruner()}[options.pruner]
@@ -278,6 +278,7 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
         raise ConfigError(f"--trials: must be at least 1, got {options.trials}")
     space = read_space(options.space, config)
     out = Path(config.output_dir)
+    check_place(out, "--output-dir", folder=True)
     if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
         raise ConfigError(f"--output-dir {out}: already holds a search; pass --resume to continue it, or choose a "
                           "new folder")

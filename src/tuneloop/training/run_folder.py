@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..atomic import atomic_write_json
+from ..atomic import atomic_write_json, check_place, make_folder
 from ..exceptions import TuneloopError
 from ..layout import RUN_MARKER, RUN_OUTPUTS
 
@@ -20,6 +20,7 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise TuneloopError(f"--output-dir {folder}: exists and is a file; choose another folder")
+    check_place(folder, "--output-dir", folder=True)
     if resume or overwrite or not folder.is_dir() or not any(folder.iterdir()):
         return
     what = "an earlier tuneloop run" if is_run_folder(folder) else "files that are not a tuneloop run"
@@ -38,8 +39,7 @@ def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool 
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return make_folder(folder, "--output-dir")
 
 
 def write_run_marker(folder: Path, info: dict) -> None:
