@@ -139,6 +139,17 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
         assert main([*argv, "--output", str(blocker / "out" / "x.tsv"), "--quiet"]) == 2
         assert f"{blocker} is a file, not a folder" in capsys.readouterr().err
     assert blocker.read_text() == "mine"
+    results, config = (run_dir / "results.json").read_bytes(), (run_dir / "model" / "config.json").read_bytes()
+    for output, said in ((run_dir / "results.json", "is the run's own results.json"),   # the training results lost
+                         (run_dir / "predictions" / "mine.tsv", "is in the run's own predictions/ folder"),
+                         (run_dir / "model" / "config.json", "is in the saved model folder")):   # unloadable after
+        for argv in (["predict", "--model", str(run_dir), "--input", str(data), "--overwrite"],
+                     ["evaluate", "--model", str(run_dir)]):
+            assert main([*argv, "--output", str(output), "--quiet"]) == 2
+            assert said in capsys.readouterr().err
+    assert (run_dir / "results.json").read_bytes() == results
+    assert (run_dir / "model" / "config.json").read_bytes() == config
+    assert main(["evaluate", "--model", str(run_dir), "--output", str(run_dir / "eval.json"), "--quiet"]) == 0
 
 
 # ---------------------------------------------------------------------------------------------- serve

@@ -102,12 +102,13 @@ def cmd_tasks(ns) -> int:
 def cmd_evaluate(ns) -> int:
     from ..atomic import check_place
     from ..predict.classifier import Classifier
-    from ..predict.evaluate import evaluation
+    from ..predict.evaluate import check_output, evaluation
     from ..runtime.process import command_scope
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
     if ns.output:
         check_place(ns.output, "--output")
+        check_output(ns.output)
     quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
     with command_scope(quiet), Classifier.load(ns.model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
         results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
@@ -127,7 +128,7 @@ def cmd_predict(ns) -> int:
 
     from ..atomic import check_place, same_file
     from ..predict.classifier import Classifier
-    from ..predict.evaluate import predict_file
+    from ..predict.evaluate import check_output, predict_file
     from ..runtime.process import command_scope
 
     if ns.texts and ns.input:
@@ -148,6 +149,7 @@ def cmd_predict(ns) -> int:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
     if output:
         check_place(output, "--output")
+        check_output(output)
     quiet = ns.quiet or bool(ns.texts)
     with command_scope(quiet, data=False), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it

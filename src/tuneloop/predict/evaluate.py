@@ -16,9 +16,28 @@ from ..data.readers import detect_columns, file_columns
 from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
+from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
 from .rows import write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
+
+
+def check_output(output: str) -> None:
+    """Refuse an --output that is one of a run's own outputs (results.json, predictions/, ...: it would replace
+    it, and the run's --overwrite would delete it) or lies in a saved model's folder (config.json replaced by
+    metrics left the model unloadable)."""
+    from pathlib import Path
+
+    target = Path(output).resolve()
+    for folder in target.parents:
+        if (folder / METADATA_FILE).is_file():
+            raise ConfigError(f"--output {output}: is in the saved model folder {folder}, whose files it would "
+                              "replace; choose a place outside it")
+        parts = target.relative_to(folder).parts
+        if (folder / RUN_MARKER).is_file() and parts[0] in RUN_OUTPUTS:
+            what = f"in the run's own {parts[0]}/ folder" if len(parts) > 1 else f"the run's own {parts[0]}"
+            raise ConfigError(f"--output {output}: is {what} in {folder}, which tuneloop writes (and --overwrite "
+                              "clears); choose another name")
 
 
 def data_config_for(clf, overrides: dict) -> DataOptions:
@@ -55,6 +74,8 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     from ..evaluation.metrics import per_class
 
     config = data_config_for(clf, overrides)
+    if output:
+        check_output(output)
     for name in ("validation_file", "train_file", "test_file"):          # a recorded file, or one given
         if output and isinstance(path := getattr(config, name, None), str) and same_file(output, path):
             raise ConfigError(f"--output {output}: is the --{name.replace('_', '-')} whose rows are evaluated; the "
@@ -100,6 +121,7 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
     from ..data.unknown_tokens import counted, warn_unknown_in_predictions
     from .inputs import encoded
 
+    check_output(output)
     ids, logits, unknown = [], [], np.zeros(2, dtype=np.int64)
     with clf.accelerated() as accelerator:
         for chunk in file_items(input_path, clf.metadata, text_columns):
