@@ -301,3 +301,15 @@ def test_an_output_place_under_a_file_or_not_writable_is_one_line(tiny_model, tm
     monkeypatch.setattr(Path, "mkdir", read_only)
     check(*run_cli(train_argv(tiny_model, tmp_path, good, good_dev, "--output-dir", str(tmp_path / "run")), capsys),
           "cannot create this folder (Read-only file system)")
+
+
+def test_regression_targets_no_model_can_learn_are_refused(tiny_model, tmp_path, good_dev, capsys):
+    """A target of 1e308 (inf in the model's floats) trained to an eval MSE of inf and exited 0; so did a column
+    holding one value in every row."""
+    rows = "text,label\n" + "".join(f"the cat {i},{i / 10}\n" for i in range(10))
+    big = write(tmp_path / "big.csv", rows + "the dog,1e308\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, big, good_dev, "--problem-type", "regression"), capsys),
+          "big.csv: line 12: regression target '1e308' is beyond ±3.4e38")
+    same = write(tmp_path / "same.csv", "text,label\n" + "".join(f"the cat {i},5\n" for i in range(10)))
+    check(*run_cli(train_argv(tiny_model, tmp_path, same, good_dev, "--problem-type", "regression"), capsys),
+          "same.csv: the regression target is 5 in every row; there is nothing to learn")

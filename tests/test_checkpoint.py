@@ -239,6 +239,9 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
     monkeypatch.setattr(setup, "load_model", poisoned_load)
     with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
         tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "a", max_steps=10, save_every=None)))
+    with pytest.raises(TuneloopError, match=r"loss became nan by step 4"):   # a run shorter than --log-every: the
+        tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "short", max_steps=4,   # loss was
+                                             save_every=None, log_every=10)))                   # never checked
     results = tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "b", max_steps=10,
                                                    save_every=None, skip_nonfinite_batches=True)))
     assert results["train"]["skipped_nonfinite_batches"] == 2

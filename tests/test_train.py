@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -49,7 +50,7 @@ def test_metrics_jsonl_has_every_log_step_and_each_evaluation(trained):
     out, _ = trained
     records = read_metrics(out / "metrics.jsonl")
     train_steps = [r["step"] for r in records if "train/loss" in r]
-    assert train_steps == list(range(10, 76, 10))
+    assert train_steps == [*range(10, 76, 10), 75]              # every --log-every steps, and the last step
     evals = [r for r in records if "eval/accuracy" in r]
     assert [r["step"] for r in evals] == [25, 50, 75]
     assert [r["eval/epoch"] for r in evals] == [1, 2, 3]
@@ -191,6 +192,7 @@ def test_a_run_keeps_its_own_log_and_its_warnings(tiny_model, tmp_path, capsys):
     said = (out / "train.log").read_text()
     assert said.count("--- resumed ") == 1 and said.count("data train: 64 rows") == 2
     assert "step 8/8 (epoch" in said                                                 # the step lines, quiet or not
+    assert re.search(r"step 8/8 \(epoch [\d.]+\): loss \d", said)   # 8 steps < --log-every 10: it said "loss —"
     assert any("also training rows" in w for w in results["warnings"])
     assert json.loads((out / "results.json").read_text())["warnings"] == results["warnings"]
     assert (list(logger.handlers), logger.level) == before

@@ -92,6 +92,20 @@ def _as_float(text: str, comma: bool = False) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
+FLOAT32_MAX = 3.4028234663852886e38     # a model computes in 32-bit floats (or narrower): larger targets are inf
+
+
+def _regression_value(text: str, comma: bool = False) -> Optional[float]:
+    """The regression target `text` writes, or None when it is not a number a model can hold (nan, inf, ±1e39)."""
+    value = _as_float(text, comma)
+    return value if value is not None and abs(value) <= FLOAT32_MAX else None
+
+
+def _not_a_target(text: str) -> str:
+    return "is beyond ±3.4e38, what 32-bit floats hold (rescale the column)" if _as_float(text) is not None else \
+        "is not a number"
+
+
 def infer_label_schema(train, problem_type: str, separator: str | None, source: str,
                        task: TaskSpec | None = None) -> LabelSchema:
     """Decide regression / classes / multi-label from the training labels (or take the task's)."""
@@ -109,11 +123,14 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         else:
             problem_type = SINGLE_LABEL
     if problem_type == REGRESSION:
-        bad = next((v for v, x in zip(values, numeric, strict=True) if x is None), None)
+        bad = next((v for v in values if _regression_value(v, comma) is None), None)
         if bad is not None:
             row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
-            raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} is not a number; "
+            raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} {_not_a_target(bad)}; "
                             f"{_comma_hint(bad, '; ')}fix the label column or drop --problem-type regression")
+        if len(set(numeric)) < 2:
+            raise DataError(f"{source}: the regression target is {values[0] if values else 'absent'} in every row; "
+                            "there is nothing to learn: give targets that vary")
         _say_decimal_comma(values, comma, source)
         return LabelSchema(REGRESSION, [])
     if problem_type == MULTI_LABEL:
@@ -223,10 +240,10 @@ class LabelEncoder:
         """The target of the label text `raw` found at position `pos` of the source."""
         kind = self.schema.problem_type
         if kind == REGRESSION:
-            value = _as_float(raw, self.comma)
+            value = _regression_value(raw, self.comma)
             if value is None:
                 hint = _comma_hint(raw)
-                raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} is not a number"
+                raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} {_not_a_target(raw)}"
                                 + (f"; {hint}" if hint else ""))
             return value
         if kind == MULTI_LABEL:

@@ -87,8 +87,8 @@ class TrainLog:
         self.micro_batches += 1
 
     def step(self, step: int, epoch: float, lr: float) -> float | None:
-        """Called once per optimizer step; every `every` steps logs the window's mean loss, lr and throughput,
-        and returns that loss (None on other steps, and when every batch of the window was skipped as
+        """Called once per optimizer step; every `every` steps and at the last logs the window's mean loss, lr and
+        throughput, and returns that loss (None on other steps, and when every batch of the window was skipped as
         non-finite)."""
         if self.first_step_s is None:               # the run's one deliberate host sync, to time it
             if self.accelerator.device.type == "cuda":
@@ -99,10 +99,16 @@ class TrainLog:
         self.bar.update(1)
         self.window_steps += 1
         self.shown["lr"] = lr
+        loss = None
+        if not step % self.every or step >= self.total:    # the last step's window too (a short run's only one)
+            loss = self._window_loss(step, epoch, lr)
         if self.lines and (step >= self.total or time.perf_counter() - self.last_line >= PLAIN_EVERY_S):
             self.progress_line(step, epoch)
-        if step % self.every:
-            return None
+        return loss
+
+    def _window_loss(self, step: int, epoch: float, lr: float) -> float | None:
+        """The mean loss of the steps since the last window (None when every batch was skipped), logged with the lr
+        and throughput when it is finite; starts the next window."""
         loss = None
         if self.micro_batches:
             loss = float(self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean"))
