@@ -313,3 +313,16 @@ def test_regression_targets_no_model_can_learn_are_refused(tiny_model, tmp_path,
     same = write(tmp_path / "same.csv", "text,label\n" + "".join(f"the cat {i},5\n" for i in range(10)))
     check(*run_cli(train_argv(tiny_model, tmp_path, same, good_dev, "--problem-type", "regression"), capsys),
           "same.csv: the regression target is 5 in every row; there is nothing to learn")
+
+
+def test_multi_label_rows_that_all_carry_a_label_are_said(tiny_model, tmp_path, capsys):
+    """Every row carrying every label trained (exit 0) a model that had nothing to learn; a label on every row is
+    one the model will always predict, said."""
+    every = write(tmp_path / "every.csv", "text,labels\n" + "".join(f"the cat {i},x|y\n" for i in range(10)))
+    dev = write(tmp_path / "dev.csv", "text,labels\nthe dog,x\nthe bird,y\n")
+    check(*run_cli(train_argv(tiny_model, tmp_path, every, dev, "--label-separator", "|"), capsys),
+          "every.csv: every row carries every label (x, y); there is nothing to learn")
+    some = write(tmp_path / "some.csv", "text,labels\n" + "".join(f"the cat {i},x|{'yz'[i % 2]}\n" for i in range(10)))
+    assert main(train_argv(tiny_model, tmp_path, some, dev, "--label-separator", "|")) == 0
+    assert "every training row carries the label(s) x; the model learns to always predict them" in \
+        capsys.readouterr().err

@@ -134,8 +134,10 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         _say_decimal_comma(values, comma, source)
         return LabelSchema(REGRESSION, [])
     if problem_type == MULTI_LABEL:
-        names = sorted({item for v in values for item in _split_labels(v, separator) if item})
+        sets = [{item for item in _split_labels(v, separator) if item} for v in values]
+        names = sorted(set().union(*sets))
         _say_near_duplicates(names, source)
+        _say_labels_on_every_row(names, sets, source)
         return LabelSchema(problem_type, names, separator)
     whole = bool(values) and all(x is not None and x.is_integer() for x in numeric)
     codes = [v for v in values if _LEADING_ZERO.fullmatch(v)] if whole else []
@@ -161,6 +163,18 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
                         "least two classes")
     _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names)
+
+
+def _say_labels_on_every_row(names: list[str], sets: list[set], source: str) -> None:
+    """Multi-label: a label every training row carries teaches nothing (the model learns to always say it); when
+    every label is on every row there is nothing to learn at all."""
+    always = [name for name in names if all(name in labels for labels in sets)]
+    if always and len(always) == len(names):
+        raise DataError(f"{source}: every row carries every label ({', '.join(names[:10])}); there is nothing to "
+                        "learn: give rows without some of them")
+    if always:
+        log.warning(f"{source}: every training row carries the label(s) {', '.join(always[:10])}; the model learns "
+                    "to always predict them")
 
 
 UNIQUE_LABELS_FROM = 10     # rows from which a label column whose every row differs stops a guessed classification
