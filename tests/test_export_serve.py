@@ -130,6 +130,10 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
                  str(labelled), "--quiet"]) == 2                     # the metrics JSON replaced the rows
     assert "is the --validation-file whose rows are evaluated" in capsys.readouterr().err
     assert labelled.read_text() == "sentence1,sentence2,label\nthe cat,the dog,1\n"
+    assert main(["evaluate", str(run_dir), "--output", str(tmp_path / "first.json"), "--quiet"]) == 0   # as export
+    assert json.loads((tmp_path / "first.json").read_text())["eval"]["num_samples"] > 0             # takes it
+    assert main(["evaluate", "--quiet"]) == 2
+    assert "give the model folder once, as RUN_OR_MODEL or --model DIR" in capsys.readouterr().err
     assert main(["predict", "--model", str(run_dir), "--input", str(data), "--batch-size", "0"]) == 2
     assert "--batch-size: must be at least 1, got 0" in capsys.readouterr().err
     blocker = tmp_path / "afile"                 # a file where a folder of the output goes: a traceback each

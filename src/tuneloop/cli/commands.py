@@ -110,7 +110,8 @@ def cmd_evaluate(ns) -> int:
         check_place(ns.output, "--output")
         check_output(ns.output)
     quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
-    with command_scope(quiet), Classifier.load(ns.model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
+    model = model_place(ns, "model", "RUN_OR_MODEL")
+    with command_scope(quiet), Classifier.load(model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
         results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
     ev = results["eval"]
     print(f"decision rule: {results['decision_rule']} | precision: {clf.precision}")

@@ -93,7 +93,7 @@ def add_evaluate(sub) -> None:
         formatter_class=_formatter,
         description="Evaluate a saved model. Without data options it uses the validation data recorded with the model.",
     )
-    p.add_argument("--model", required=True, metavar="DIR", help="a run folder or a saved model folder (RUN/model)")
+    add_model_place(p, "model", "RUN_OR_MODEL", "a run folder or a saved model folder (RUN/model)")
     p.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
     p.add_argument(
         "--raw",
