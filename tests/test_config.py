@@ -103,6 +103,7 @@ def test_yaml_null_keeps_meaning_not_set_for_optional_options(tmp_path):
         resolve_config(epochs=None, machine=False)
     with pytest.raises(ConfigError, match="output_dir: expected str"):
         resolve_config(output_dir=["runs"], machine=False)
+    assert resolve_config(output_dir=3, machine=False).output_dir == "3"     # as YAML reads it: a TypeError in the run
 
 
 def test_yaml_round_trip(tmp_path):
