@@ -300,3 +300,25 @@ def test_a_resume_may_change_exactly_the_options_declared_resumable():
         assert bool(refused) == (name not in resumable), name
     undecided = {**saved, **{n: "changed" for n in with_trait("small_data")}, "small_data": "auto"}
     assert incompatible_changes(saved, undecided) == []     # auto's options are decided from the data, then checked
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused(tiny_model, data_dir, tmp_path, capsys):
+    """A --resume (or --overwrite) typed while the run still trained wrote the same checkpoints, metrics and model
+    beside it, both exiting 0; the lock is the run's for its life only (a run after it ends works)."""
+    from tuneloop.cli import main
+
+    out = tmp_path / "run"
+    opts = options(tiny_model, data_dir, out, max_steps=6, save_every="2")
+    first = start_training(opts, delay=0.5)
+    try:
+        wait_for(lambda: (out / "checkpoints" / "step-0000002").is_dir(), first)
+        for flag in ("--resume", "--overwrite"):
+            code, err = main(["train", *cli_args({**opts, "max_steps": 8}), flag]), capsys.readouterr().err
+            assert code == 2 and len(err.strip().splitlines()) == 1, err
+            assert f"--output-dir {out}: another tuneloop run (process {first.pid} on " in err
+        assert first.wait(timeout=120) == 0, first.stderr.read()[-2000:]
+    finally:
+        first.kill()
+    assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
+            if "train/loss" in line] == list(range(1, 7))                       # the first run's steps alone
+    assert tuneloop.train(TrainConfig(**{**opts, "overwrite": True}))["train"]["steps"] == 6      # released

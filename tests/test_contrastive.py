@@ -14,7 +14,7 @@ from conftest import fast_options, keyword_pair, sentence
 from families import family_folder
 
 import tuneloop
-from tuneloop.exceptions import ConfigError, Interrupted
+from tuneloop.exceptions import ConfigError, DataError, Interrupted
 from tuneloop.training import contrastive
 from tuneloop.training.contrastive import make_pairs
 
@@ -279,8 +279,8 @@ def test_regression_and_bad_values_are_refused_before_anything_is_written(tiny_m
     with pytest.raises(ConfigError, match="--setfit-epochs: must be at least 1, got 0"):
         tuneloop.train(**fast_options(tiny_model, **{**SETFIT, "setfit_epochs": 0}), train=(texts, ["a"] * 20),
                        output_dir=str(tmp_path / "run"))
-    same = [["a", "b"]] * 20                           # two labels, one label set: no pair of different sets
-    with pytest.raises(ConfigError, match="at least two classes"):
+    same = [["a", "b"]] * 20                           # two labels, one label set: nothing to learn (data/labels)
+    with pytest.raises(DataError, match="every row carries every label"):
         tuneloop.train(**fast_options(tiny_model, **SETFIT), train=(texts, same), validation=(texts, same),
                        output_dir=str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()

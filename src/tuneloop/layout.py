@@ -3,6 +3,7 @@ experiment's and a search's. Modules use these constants, never the literals; `-
 `RUN_OUTPUTS` and nothing else."""
 
 RUN_MARKER = "tuneloop-run.json"        # marks a folder as tuneloop's
+RUN_LOCK = ".tuneloop.lock"             # held by the run writing the folder (runtime/folder_lock.py)
 CONFIG_FILE = "config.yaml"             # the resolved configuration
 METRICS_FILE = "metrics.jsonl"          # a JSON line per logged step and evaluation
 RESULTS_FILE = "results.json"

@@ -80,7 +80,8 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
         if kind in (int, float) and isinstance(value, bool):
             raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")     # epochs=True
         if (value is None or typing.get_origin(kind) is list or isinstance(value, (list, tuple, dict, set))
-                or (kind in (bool, int, float, str) and not isinstance(value, kind))):  # epochs=None, output_dir=3
+                or (kind in (bool, int, float) and not isinstance(value, kind))     # epochs=None, output_dir=[..]
+                or (kind is str and isinstance(value, (int, float)))):              # output_dir=3: the folder "3"
             user[name] = coerce(TrainConfig, field, value, source=name)              # lr="fast": an error
     below = saved_run_options(user)
     layers = {**below, **user}

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import torch
 
-from . import machine, speed
+from . import folder_lock, machine, speed
 from .machine import interactive
 
 log = logging.getLogger("tuneloop")
@@ -155,5 +155,5 @@ def run_scope(config):
                                    config.attention == "auto" and on_cpu and not config.compiled),
                                tf32=machine.runs_on_cuda(config.cpu))
     with library_output(config.quiet), console_logging(config.quiet, run_log=not config.dry_run), random_states(), \
-            accelerate_state(), levers:
+            accelerate_state(), folder_lock.holding(), levers:
         yield levers

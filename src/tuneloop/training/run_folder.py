@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json, check_place, make_folder
 from ..exceptions import TuneloopError
-from ..layout import RUN_MARKER, RUN_OUTPUTS
+from ..layout import RUN_LOCK, RUN_MARKER, RUN_OUTPUTS
+from ..runtime import folder_lock
 
 
 def is_run_folder(folder: str | os.PathLike) -> bool:
@@ -21,7 +22,9 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
     if folder.exists() and not folder.is_dir():
         raise TuneloopError(f"--output-dir {folder}: exists and is a file; choose another folder")
     check_place(folder, "--output-dir", folder=True)
-    if resume or overwrite or not folder.is_dir() or not any(folder.iterdir()):
+    if (who := folder_lock.holder(folder)) is not None:       # --resume or --overwrite too: it is being written
+        raise folder_lock.busy(folder, who)
+    if resume or overwrite or not folder.is_dir() or not any(p.name != RUN_LOCK for p in folder.iterdir()):
         return
     what = "an earlier tuneloop run" if is_run_folder(folder) else "files that are not a tuneloop run"
     raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder, or pass --overwrite "
@@ -29,17 +32,20 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
 
 
 def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> Path:
-    """Create the run folder; with --overwrite remove an earlier run's outputs (and only those)."""
+    """Create the run folder and lock it for this run; with --overwrite remove an earlier run's outputs (and only
+    those)."""
     folder = Path(folder)
     check_run_folder(folder, overwrite, resume)
-    if overwrite and not resume and folder.is_dir():
+    make_folder(folder, "--output-dir")
+    folder_lock.take(folder)           # until the run ends (before --overwrite clears: never another run's files)
+    if overwrite and not resume:
         for name in RUN_OUTPUTS:
             target = folder / name
             if target.is_dir():
                 shutil.rmtree(target)
             elif target.exists():
                 target.unlink()
-    return make_folder(folder, "--output-dir")
+    return folder
 
 
 def write_run_marker(folder: Path, info: dict) -> None:
