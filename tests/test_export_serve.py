@@ -132,6 +132,10 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
     assert labelled.read_text() == "sentence1,sentence2,label\nthe cat,the dog,1\n"
     assert main(["evaluate", str(run_dir), "--output", str(tmp_path / "first.json"), "--quiet"]) == 0   # as export
     assert json.loads((tmp_path / "first.json").read_text())["eval"]["num_samples"] > 0             # takes it
+    assert main(["predict", "--model", str(run_dir), "the cat", " "]) == 2            # said as "texts[0], row 1"
+    assert "the second text is empty; quote the example's text(s)" in capsys.readouterr().err
+    assert main(["predict", "--model", str(run_dir), "--input", str(tmp_path)]) == 2   # said "no such file"
+    assert f"--input {tmp_path}: is a folder; give the file to label" in capsys.readouterr().err
     assert main(["evaluate", "--quiet"]) == 2
     assert "give the model folder once, as RUN_OR_MODEL or --model DIR" in capsys.readouterr().err
     assert main(["predict", "--model", str(run_dir), "--input", str(data), "--batch-size", "0"]) == 2

@@ -139,7 +139,8 @@ def cmd_predict(ns) -> int:
     if not ns.texts and not ns.input:
         raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
     if ns.input and not Path(ns.input).is_file():
-        raise TuneloopError(f"--input {ns.input}: no such file")
+        raise TuneloopError(f"--input {ns.input}: " + ("is a folder; give the file to label" if
+                                                       Path(ns.input).is_dir() else "no such file"))
     if ns.batch_size is not None and ns.batch_size < 1:
         raise TuneloopError(f"--batch-size: must be at least 1, got {ns.batch_size}")
     output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
@@ -158,6 +159,9 @@ def cmd_predict(ns) -> int:
             if recorded and len(ns.texts) != len(recorded):
                 raise TuneloopError(f"the model reads {len(recorded)} text(s) ({', '.join(recorded)}); give "
                                     f"{len(recorded)} quoted argument(s), got {len(ns.texts)}")
+            empty = [i for i, text in enumerate(ns.texts) if not text.strip()]
+            if empty:
+                raise TuneloopError(f"the {('first', 'second')[empty[0]]} text is empty; quote the example's text(s)")
             items, _ = clf.items(ns.texts[0] if len(ns.texts) == 1 else tuple(ns.texts))   # checked as predict checks
             row = clf.table_rows(["0"], clf.logits(items), raw=ns.raw)[0]
             row.pop("id")
