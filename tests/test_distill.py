@@ -384,3 +384,27 @@ def test_the_student_trains_at_least_the_minimum_steps_unless_you_set_its_length
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_a_glue_task_teacher_reads_the_class_ids_glue_files_write(tiny_model, tmp_path):
+    """A teacher trained with --task mrpc names its classes not_equivalent/equivalent; labelled files in GLUE's way
+    write 0/1, and distill refused them ("the teacher's labels differ from the given labels")."""
+    from conftest import write_mrpc_folder
+
+    teacher = tmp_path / "teacher"
+    tuneloop.train(**fast_options(tiny_model, task="mrpc", data_dir=str(write_mrpc_folder(tmp_path / "MRPC")),
+                                  output_dir=str(teacher), max_steps=4))
+    rng = random.Random(5)
+    rows = [keyword_pair(rng) for _ in range(100)]
+    header = ["sentence1", "sentence2"]
+    unlabeled = write_csv(tmp_path / "unlabeled.csv", header, [[a, b] for _, a, b in rows[:60]])
+    labelled = write_csv(tmp_path / "labelled.csv", [*header, "label"], [[a, b, y] for y, a, b in rows[60:80]])
+    dev = write_csv(tmp_path / "dev.csv", [*header, "label"], [[a, b, y] for y, a, b in rows[80:]])
+    result = tuneloop.distill(teacher=str(teacher), unlabeled_file=unlabeled, train_file=labelled,
+                              validation_file=dev, **options(tiny_model, tmp_path / "student", max_steps=4))
+    d = result["distillation"]
+    assert d["teacher"]["metrics"]["num_samples"] == d["student"]["metrics"]["num_samples"] == 20
+    assert d["labels_only"]["metrics"]["num_samples"] == 20
+    assert tuneloop.load(tmp_path / "student").labels == ["not_equivalent", "equivalent"]
+    assert set(d["teacher"]["metrics"]) >= {"accuracy", "f1"}                      # the task's metrics for both
+    assert set(d["student"]["metrics"]) >= {"accuracy", "f1"}

@@ -18,17 +18,17 @@ from . import teacher as t
 WARM_UP = 32            # rows run before timing (first-call costs: kernels, allocations)
 
 
-def measure(classifier, validation: "t.Texts", source: str) -> tuple[dict, list]:
+def measure(classifier, validation: "t.Texts", source: str, ids: bool = False) -> tuple[dict, list]:
     """(metrics under the model's decision rule, rows/s, parameters) of `classifier` on the validation rows, and its
     decided answers per row. In this process only (`Classifier.logits`): it runs after the student's run, whose
-    processes have ended."""
+    processes have ended. `ids`: the labels may be class ids (a GLUE task's teacher: teacher.teacher_task)."""
     from ..data.labels import LabelEncoder
     from ..decision.fit import decided_metrics
     from ..evaluation.metrics import compute
     from ..tasks import metric_names
 
     schema, items = classifier.label_schema, validation.items
-    encode = LabelEncoder(schema, source)
+    encode = LabelEncoder(schema, source, accept_ids=ids)
     gold = np.asarray([encode(raw, i + 2) for i, raw in enumerate(validation.labels)])
     names = tuple(classifier.metadata.get("metrics") or metric_names(None, schema.problem_type, schema.num_labels))
     classifier.logits(items[:WARM_UP])
@@ -77,7 +77,8 @@ def comparison(cfg: TrainConfig, out: Path, table: dict, labels_only: dict | Non
     measured, answers = {}, {}
     for name, path in models.items():
         with Classifier.load(path, cpu=cfg.cpu) as classifier:
-            measured[name], answers[name] = measure(classifier, validation, cfg.validation_file)
+            measured[name], answers[name] = measure(classifier, validation, cfg.validation_file,
+                                                    ids=table.get("task") is not None)
     result = {"validation_file": str(cfg.validation_file), "rows": len(validation.items), "cpu": machine.cpu_name(),
               **measured}
     if "teacher" in measured:

@@ -121,14 +121,15 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     student_config = config.replace(epochs=epochs,
         train_file=table["train_file"], text_columns=table["text_columns"], label_column=table["label_column"],
         problem_type=table["problem_type"], label_separator=None, soft_targets=table["soft_targets"],
-        model=student, overwrite=True, validation_file=config.validation_file,
+        model=student, overwrite=True, validation_file=config.validation_file, task=table.get("task"),
         method="finetune")                  # the student trains in the loop on the teacher's targets (not auto)
     results = run_training(student_config, on_step)
     if config.dry_run:
         return results
     labels_only = None
     if config.train_file and config.compare_labels_only:
-        labels_only = run_labels_only(config, student, out / DISTILL_DIR / LABELS_ONLY_DIR)
+        labels_only = run_labels_only(config.replace(task=table.get("task")), student,
+                                      out / DISTILL_DIR / LABELS_ONLY_DIR)
     if state.is_main_process:
         from .compare import comparison
 
@@ -170,6 +171,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
     make_folder(folder, "--output-dir")
     given = t.read_texts(cfg.train_file, cfg.text_columns, cfg.label_column, True) if cfg.train_file else None
     from_file = t.is_soft_label_file(cfg.teacher)
+    task = None if from_file else t.teacher_task(cfg.teacher)      # its files may write class ids (GLUE's)
     if from_file:
         texts, soft, schema = t.read_soft_label_file(cfg.teacher, cfg.text_columns, cfg.problem_type)
     else:
@@ -190,7 +192,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
             with _teacher(cfg) as classifier:
                 schema = classifier.label_schema
                 if given is not None:         # refused before the teacher's work
-                    t.check_same_labels(schema, given, cfg.train_file)
+                    t.check_same_labels(schema, given, cfg.train_file, ids=task is not None)
                 log.info(f"teacher {cfg.teacher}: labelling {len(rows)} texts")
                 soft, teacher_features = t.teacher_outputs(classifier, rows, cfg.eval_batch_size, cfg.quiet,
                                                            features)
@@ -200,8 +202,8 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
         targets.save(cached)
     for source, labelled in ((cfg.train_file, given), (cfg.validation_file, _validation(cfg))):
         if labelled is not None:
-            t.check_same_labels(targets.labels, labelled, source)
-    return _write_table(cfg, folder, texts, given, targets.soft, targets.labels)
+            t.check_same_labels(targets.labels, labelled, source, ids=task is not None)
+    return {**_write_table(cfg, folder, texts, given, targets.soft, targets.labels), "task": task}
 
 
 def _validation(cfg: TrainConfig):

@@ -19,6 +19,7 @@ from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, detect_columns, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
+from ..layout import METADATA_FILE
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger("tuneloop")
@@ -86,8 +87,24 @@ def _check_row(path, word, position, row, kind) -> None:
                         "the row, or pass --problem-type multi_label_classification for one probability per label")
 
 
-def check_same_labels(teacher: LabelSchema, given: Texts, source: str) -> None:
-    """The given labels must be ones the teacher has (its classes or labels; numbers for a regression teacher)."""
+def teacher_task(teacher: str) -> str | None:
+    """The GLUE task a teacher model folder was trained on, when that task names its classes (MRPC's
+    not_equivalent, equivalent): the given files may then write class ids, as GLUE's do."""
+    from ..predict.classifier import model_folder
+    from ..tasks import get_task
+
+    path = model_folder(teacher) / METADATA_FILE
+    try:
+        task = json.loads(path.read_text(encoding="utf-8")).get("task") if path.is_file() else None
+        spec = get_task(task)
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+    return task if spec is not None and spec.label_names and spec.problem_type == SINGLE_LABEL else None
+
+
+def check_same_labels(teacher: LabelSchema, given: Texts, source: str, ids: bool = False) -> None:
+    """The given labels must be ones the teacher has (its classes or labels; numbers for a regression teacher);
+    `ids`: class ids 0..K-1 too (teacher_task)."""
     raw = {v for v in given.labels if v is not None}
     if teacher.problem_type == REGRESSION:
         bad = sorted(v for v in raw if _number(v) is None)
@@ -95,7 +112,8 @@ def check_same_labels(teacher: LabelSchema, given: Texts, source: str) -> None:
         names = set(teacher.names)
         items = {item for v in raw for item in (_split_labels(v, teacher.separator)
                                                 if teacher.problem_type == MULTI_LABEL else [v])}
-        bad = sorted(i for i in items if i not in names and _as_name(i) not in names)
+        known = names | ({str(i) for i in range(len(teacher.names))} if ids else set())
+        bad = sorted(i for i in items if i not in known and _as_name(i) not in known)
     if bad:
         has = "scores" if teacher.problem_type == REGRESSION else ", ".join(teacher.names[:20])
         raise DataError(f"{source}: the teacher's labels ({has}) differ from the given labels ({', '.join(bad[:5])} "
