@@ -119,8 +119,8 @@ def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_d
     check(*run_cli(["predict", "--model", str(out / "model"), "--input", str(odd), "--output",
                     str(tmp_path / "p.csv")], capsys), "odd.csv", "--text-columns")
     assert not (tmp_path / "p.csv").exists()
-    # one example on the command line is checked as predict() and serve check texts (predict/inputs.py)
-    check(*run_cli(["predict", "--model", str(out / "model"), "the cat", "  "], capsys), "empty text")
+    # one example on the command line: an empty text is said as the argument it is
+    check(*run_cli(["predict", "--model", str(out / "model"), "the cat", "  "], capsys), "the second text is empty")
 
 
 def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):
@@ -326,3 +326,19 @@ def test_multi_label_rows_that_all_carry_a_label_are_said(tiny_model, tmp_path, 
     assert main(train_argv(tiny_model, tmp_path, some, dev, "--label-separator", "|")) == 0
     assert "every training row carries the label(s) x; the model learns to always predict them" in \
         capsys.readouterr().err
+
+
+def test_a_header_naming_a_column_twice_is_refused_and_spaces_around_names_are_read(tiny_model, tmp_path, good_dev,
+                                                                                    capsys):
+    """`text,text,label` trained on the second column without a word; `text, label` (a space after the comma, as
+    people type it) was "cannot tell which column holds the text"."""
+    twice = write(tmp_path / "twice.csv", "text,text,label\n" + "".join(f"the cat {i},the dog,{i % 2}\n"
+                                                                        for i in range(10)))
+    check(*run_cli(train_argv(tiny_model, tmp_path, twice, good_dev), capsys),
+          "twice.csv: the header names the column 'text' 2 times; give each column its own name")
+    spaced = write(tmp_path / "spaced.csv", " text , label,,\n" + "".join(f"the cat {i}, {i % 2},,\n"
+                                                                        for i in range(10)))
+    assert main(train_argv(tiny_model, tmp_path, spaced, good_dev)) == 0, capsys.readouterr().err
+    import json
+
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["labels"] == ["0", "1"]

@@ -158,6 +158,17 @@ def _decoded_lines(path: str) -> Iterator[str]:
             raise DataError(f"{path}: cannot be decompressed ({e}); check the file") from None
 
 
+def _header(path: str, header: list[str]) -> list[str]:
+    """A CSV/TSV header's column names without the spaces around them ("text, label" names "label"); a name given
+    twice is refused (the second column's values replaced the first's without a word)."""
+    names = [name.strip() for name in header]
+    twice = next((name for i, name in enumerate(names) if name and name in names[:i]), None)   # "" of trailing ,,
+    if twice is not None:
+        raise DataError(f"{path}: the header names the column {twice!r} {names.count(twice)} times; give each "
+                        "column its own name")
+    return names
+
+
 def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, row) pairs of a csv/tsv file. TSV is read without quoting, as GLUE's files need: their fields
     hold unbalanced double quotes that a quoting reader would swallow across lines."""
@@ -169,6 +180,7 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         header = list(names) if names else next(reader, None)
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
+        header = header if names else _header(path, header)
         seen = 0
         for row in reader:
             if not row or row == [""]:
@@ -302,7 +314,7 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
             csv.field_size_limit(limit)
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
-        return header
+        return _header(path, header)
     for _, row in _json_rows(path, fmt):
         return list(row)
     return []
