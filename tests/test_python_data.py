@@ -199,3 +199,11 @@ def test_texts_from_numpy_are_read_as_texts_and_pairs():
     assert items_of(np.array(["a cat", "a dog"]), False) == ([("a cat", None), ("a dog", None)], False)
     with pytest.raises(TuneloopError, match=r"texts\[0\], row 1: give a text or a \[first, second\] pair"):
         items_of(np.array([["a", "b", "c"]]), True)
+    # bytes are read as training reads them (a refusal, "got b'a cat'", before): one, a list, a pair, numpy's
+    assert items_of(b"caf\xc3\xa9", False) == ([("café", None)], True)
+    assert items_of([b"a cat", "a dog"], False) == ([("a cat", None), ("a dog", None)], False)
+    assert items_of((b"a cat", b"the cat"), True) == ([("a cat", "the cat")], True)
+    assert items_of([[b"a cat", "the cat"]], True) == ([("a cat", "the cat")], False)
+    assert items_of(np.array([b"a cat"]), False) == ([("a cat", None)], False)
+    with pytest.raises(DataError, match="bytes that are not UTF-8 text"):
+        items_of([b"\xff\xfe"], False)

@@ -47,6 +47,17 @@ class Table:
         return self._fingerprint
 
 
+def decoded(value):
+    """bytes as the UTF-8 text they hold (DataError when they are not); anything else as it is."""
+    if not isinstance(value, (bytes, bytearray)):
+        return value
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"a value is bytes that are not UTF-8 text ({bytes(value[:24])!r}); decode it to str "
+                        "first") from None
+
+
 def _plain(value):
     """A cell as a plain Python value (numpy scalars, pandas NA and NaN become Python values / None)."""
     if value is None:
@@ -59,11 +70,7 @@ def _plain(value):
     except ImportError:
         pass
     if isinstance(value, (bytes, bytearray)):          # str(b"text") would be the text "b'text'"
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError:
-            raise DataError(f"a value is bytes that are not UTF-8 text ({bytes(value[:24])!r}); decode it to str "
-                            "first") from None
+        return decoded(value)
     if getattr(value, "ndim", 0) == 1 and hasattr(value, "tolist"):     # a row's labels as a numpy array
         return [_plain(v) for v in value.tolist()]
     if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):

@@ -5,6 +5,7 @@ a [first, second] pair of texts with something in each, one kind throughout, and
 
 from __future__ import annotations
 
+from ..data.memory import decoded
 from ..exceptions import TuneloopError
 
 Item = tuple[str, "str | None"]          # (text, second text or None)
@@ -65,10 +66,11 @@ def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED)
 def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], bool]:
     """(checked rows, whether one input was given rather than a list) for a text, a (first, second) pair, or a list
     (any iterable but a mapping) of texts and [first, second] pairs — from Python or a JSON body alike."""
+    texts = decoded(texts)                                  # b"text", as training reads it (data/memory.py)
     if isinstance(texts, str):
         return checked([(texts,)], pair, text_columns), True
-    if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(t, str) for t in texts):
-        return checked([texts], pair, text_columns), True
+    if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(decoded(t), str) for t in texts):
+        return checked([tuple(map(decoded, texts))], pair, text_columns), True
     if isinstance(texts, (bytes, dict)) or not hasattr(texts, "__iter__"):
         raise TuneloopError(f"texts: give a text, a [first, second] pair or a list of them, got "
                             f"{type(texts).__name__}")
@@ -76,6 +78,7 @@ def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], boo
     for i, item in enumerate(texts):
         if getattr(item, "ndim", None) == 1 and hasattr(item, "tolist"):     # a row of a numpy array of pairs
             item = item.tolist()
+        item = [decoded(t) for t in item] if isinstance(item, (list, tuple)) else decoded(item)
         if isinstance(item, str):
             rows.append((item,))
         elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
