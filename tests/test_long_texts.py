@@ -99,6 +99,8 @@ def test_overlap_too_large_for_the_window_is_refused(tiny_model):
         TextPolicy(max_length=64, windows=40).check(tok, pair=True)
     with pytest.raises(ConfigError, match="--windows: must be a number of shared tokens"):
         TrainConfig(windows=-1).validate()
+    with pytest.raises(ConfigError, match="--truncation: tail keeps part of a long text and --windows reads all"):
+        TrainConfig(windows=4, truncation="tail").validate()                  # --truncation was ignored
 
 
 def write_long_docs(path, n, seed):

@@ -86,6 +86,8 @@ class DataOptions:
                 need(value >= 1, name, f"must be at least 1, got {value}")
         if self.windows is not None:
             need(self.windows >= 0, "windows", f"must be a number of shared tokens (>= 0), got {self.windows}")
+            need(self.truncation == "head", "truncation", f"{self.truncation} keeps part of a long text and --windows "
+                 "reads all of it; give one of them")               # it was ignored without a word
         if self.pad_to_max_length:
             need(self.max_length is not None, "pad_to_max_length", "needs --max-length N")
         need(0 <= self.split_seed < 2 ** 32, "split_seed",
