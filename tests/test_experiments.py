@@ -186,6 +186,9 @@ def test_search_resumes_after_a_kill_without_rerunning_finished_trials(tiny_mode
     states = {t["number"]: t["state"] for t in summary["trials"]}
     assert states[0] == "complete" and states[1] == "fail" and summary["finished"] == 3
     assert sum(t["folder"].endswith("trial-001") and t["state"] == "complete" for t in summary["trials"]) == 1
+    typo = tmp_path / "kiled"                          # --resume on a folder without a search started a new one
+    assert main(search_args(tiny_model, train_csv, typo, space, 3, "--resume")) == 2
+    assert not typo.exists()
 
 
 def test_two_workers_share_one_embedded_study(tiny_model, train_csv, tmp_path, space):

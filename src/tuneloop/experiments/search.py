@@ -282,9 +282,15 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
         raise ConfigError(f"--output-dir {out}: already holds a search; pass --resume to continue it, or choose a "
                           "new folder")
+    if options.resume and not options.storage and not (out / STUDY_JOURNAL).is_file():    # a typo in the folder
+        raise ConfigError(f"--resume: {out} holds no search to continue; leave out --resume to start one")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(out, options, config.seed)
     if options.resume:
+        if not study.get_trials(deepcopy=False):
+            where = "--storage" if options.storage else str(out)
+            raise ConfigError(f"--resume: the study {options.study!r} in {where} has no trials to continue (--study "
+                              "names another?); leave out --resume to start it")
         requeue_interrupted(study)
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
     done = len(study.get_trials(deepcopy=False, states=finished))
