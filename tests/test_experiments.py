@@ -83,6 +83,9 @@ def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_mod
     assert (out / "model" / "tuneloop.json").is_file()
     assert main(args) == 2                                   # the folder holds an experiment: not overwritten
     assert "already holds" in capsys.readouterr().err
+    assert main(["inspect", str(out)]) == 2
+    assert f"it is an experiment's: its page is {out / 'summary.html'}, each run a folder in it (seed-5, seed-6)" \
+        in capsys.readouterr().err
 
 
 def test_collapsed_means_one_predicted_class():
@@ -156,6 +159,12 @@ def test_search_keeps_the_best_trials_best_checkpoint(tiny_model, train_csv, tmp
         assert (Path(t["folder"]) / "best").exists() == (t["number"] == best["number"])
     assert main(search_args(tiny_model, train_csv, out, space)) == 2
     assert "pass --resume" in capsys.readouterr().err
+    # the search's folder is its best model to predict and evaluate ("the folder has no config.json" before)
+    assert main(["evaluate", str(out), "--output", str(tmp_path / "again.json"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "again.json").read_text())["eval"] == json.loads(target.read_text())["eval"]
+    assert main(["report", str(out)]) == 2                                      # not one run: says what it is
+    assert f"it is a search's: its page is {out / 'search.html'}, its best model {out / 'best'}" in \
+        capsys.readouterr().err
 
 
 SLOW_SEARCH = ("import sys, time; from tuneloop.cli import main; "

@@ -51,3 +51,19 @@ RUN_OUTPUTS = (RUN_MARKER, CONFIG_FILE, METRICS_FILE, RESULTS_FILE, MODEL_DIR, B
 def eval_outputs_file(split: str) -> str:
     """predictions/eval_<split>.npz: a final evaluation's logits and labels."""
     return f"eval_{split}.npz"
+
+
+def not_one_run(folder) -> str:
+    """For messages about a folder that is not one run: what an experiment's or a search's folder holds instead
+    (empty for any other folder)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    if (folder / SEARCH_FILE).is_file():
+        return (f"; it is a search's: its page is {folder / SEARCH_PAGE}, its best model {folder / BEST_DIR}, each "
+                f"trial a run in {folder / TRIALS_DIR}")
+    if (folder / SUMMARY_FILE).is_file():
+        runs = sorted(p.name for p in folder.iterdir() if (p / RUN_MARKER).is_file())
+        return (f"; it is an experiment's: its page is {folder / SUMMARY_PAGE}, each run a folder in it"
+                + (f" ({', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''})" if runs else ""))
+    return ""

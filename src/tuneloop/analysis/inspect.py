@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..exceptions import TuneloopError
-from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE
+from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, not_one_run
 
 
 def read_rows(path) -> list[dict] | None:
@@ -21,14 +21,13 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
     """`tuneloop inspect RUN`: the top of errors.csv and of label_issues.csv as text a person reads."""
     from pathlib import Path
 
-
     folder = Path(run_dir)
     files = [(folder / ERRORS_FILE, "validation rows the model gets wrong, most confidently wrong first"),
              (folder / LABEL_ISSUES_FILE,
               "training rows ranked by the probability of their given label, lowest first")]
     if not any(path.is_file() for path, _ in files):
-        raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or label_issues.csv here; give the folder of a finished "
-                            "`tuneloop train` run (its --output-dir)")
+        raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here; give the folder of a finished "
+                            f"`tuneloop train` run (its --output-dir){not_one_run(folder)}")
     cut = lambda text: text if len(text) <= width else text[:width] + " …"  # noqa: E731
     lines = []
     for path, what in files:

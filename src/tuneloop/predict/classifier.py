@@ -24,7 +24,7 @@ from ..data.long_texts import TextPolicy, default_max_length
 from ..data.unknown_tokens import counted, warn_unknown_in_predictions
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import ADAPTER_CONFIG_FILE, MODEL_CONFIG_FILE, MODEL_DIR
+from ..layout import ADAPTER_CONFIG_FILE, BEST_DIR, MODEL_CONFIG_FILE, MODEL_DIR, SEARCH_FILE
 from ..model.loading import load_saved_model, read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
@@ -65,8 +65,10 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
 
 
 def model_folder(path: str | os.PathLike) -> Path:
-    """A run folder's final model (RUN/model), or `path` itself (a model folder, or a Hub id)."""
-    path, inner = Path(path), Path(path) / MODEL_DIR
+    """A run folder's final model (RUN/model), a search's best (OUT/best: its one model), or `path` itself (a model
+    folder, or a Hub id)."""
+    path = Path(path)
+    inner = path / (BEST_DIR if (path / SEARCH_FILE).is_file() else MODEL_DIR)
     return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..data.labels import LabelSchema, problem_type_of_outputs, recorded_schema
 from ..exceptions import TuneloopError
-from ..layout import CONFIG_FILE, METADATA_FILE, METRICS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE
+from ..layout import (CONFIG_FILE, METADATA_FILE, METRICS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE,
+                      not_one_run)
 from ..objective import Objective
 from ..tasks import TASKS
 
@@ -137,7 +138,8 @@ def read_run(run_dir: str | os.PathLike) -> Run:
         raise TuneloopError(f"{folder}: not a folder; give a tuneloop run folder (the --output-dir of a training "
                             "run)")
     if not (folder / METRICS_FILE).is_file() and not (folder / RESULTS_FILE).is_file():
-        raise TuneloopError(f"{folder}: not a tuneloop run folder (it has neither metrics.jsonl nor results.json)")
+        raise TuneloopError(f"{folder}: not a tuneloop run folder (it has neither metrics.jsonl nor results.json)"
+                            + not_one_run(folder))
     run = Run(folder)
     run.records = _read_metrics(folder / METRICS_FILE, run.notes)
     results = _read_json(folder / RESULTS_FILE, run.notes, "results.json")
