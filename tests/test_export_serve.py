@@ -70,6 +70,9 @@ def test_evaluate_and_predict_take_the_exported_folder(run_dir, exported, tmp_pa
     for key in ("accuracy", "f1", "loss"):
         assert theirs["eval"][key] == pytest.approx(ours["eval"][key], abs=1e-4)
     assert theirs["decision_rule"] == ours["decision_rule"]
+    for precision in ("bf16", "int8"):                  # an exported folder computes as exported: was ignored
+        with pytest.raises(tuneloop.TuneloopError, match=rf"--precision {precision}: .* is an exported ONNX model"):
+            tuneloop.load(exported, precision=precision)
 
 
 def test_int8_export_and_the_gate(run_dir, tmp_path, monkeypatch, capsys):

@@ -135,6 +135,9 @@ class Classifier(contextlib.AbstractContextManager):
 
         model_dir = str(model_folder(path))              # a run folder reads as its model/
         resolved = resolve_model(model_dir)
+        if precision not in ("auto", "fp32") and is_onnx_folder(resolved):           # it was ignored without a word
+            raise TuneloopError(f"--precision {precision}: {model_dir} is an exported ONNX model, computed as it was "
+                                "exported (its export_report.json says how); leave --precision out")
         meta = read_metadata(resolved)
         device = "cuda" if not machine.use_cpu(cpu) and torch.cuda.is_available() else "cpu"
         route = routes.recorded_route(meta, device, resolved) if precision == "auto" else precision
