@@ -259,13 +259,21 @@ def test_a_max_length_with_no_room_for_text_is_refused(tiny_model, tmp_path, goo
           "--max-length 2: the model adds 2 special token(s) to a text, leaving no room for it; give at least 3")
 
 
-def test_command_arguments_out_of_range_are_one_line(tmp_path, capsys):
+def test_command_arguments_out_of_range_are_one_line(tmp_path, capsys, monkeypatch):
     config = tmp_path / "config.json"
     config.write_text("{}")
     check(*run_cli(["inspect", str(tmp_path), "--top", "-3"], capsys), "--top: must be at least 1")   # all but 3
     check(*run_cli(["predict", "--model", str(config), "the cat"], capsys), "config.json: is a file; give the folder")
     missing = str(tmp_path / "runs" / "model")                # was looked up on the Hub: "Repo id must be in the form"
     check(*run_cli(["predict", "--model", missing, "the cat"], capsys), f"--model {missing}: no such folder")
+    (tmp_path / "runs" / "first").mkdir(parents=True)            # a typo beside a folder: was looked up on the Hub
+    typo = str(tmp_path / "runs" / "frist")
+    check(*run_cli(["predict", "--model", typo, "the cat"], capsys), f"did you mean {tmp_path / 'runs' / 'first'}?")
+    monkeypatch.chdir(tmp_path)                                   # runs/frist: a name like org/name, and a typo
+    check(*run_cli(["predict", "--model", "runs/frist", "the cat"], capsys),
+          "--model runs/frist: no such folder; did you mean runs/first?")
+    check(*run_cli(["predict", "--model", "./runs/frist", "the cat"], capsys),
+          "--model ./runs/frist: no such folder")                 # "./" was dropped, then looked up on the Hub
 
 
 def test_an_output_place_under_a_file_or_not_writable_is_one_line(tiny_model, tmp_path, good, good_dev, capsys,

@@ -50,9 +50,27 @@ def resolve_model(name: str) -> str:
                                 "save_pretrained (or tuneloop's run folder/model)")
         return str(path)
     if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
-        raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path")
+        raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path"
+                            + (f"; did you mean {near}?" if (near := near_folder(path)) else ""))
+    if near := near_folder(path):                       # runs/frist beside runs/first: a typo, not a Hub id
+        raise TuneloopError(f"--model {name}: no such folder; did you mean {near}?")
     check_hub_reachable(name)
     return name
+
+
+def near_folder(path: Path) -> str | None:
+    """A folder beside the missing `path` whose name is close to its name (runs/first for runs/frist), or None."""
+    import difflib
+
+    parent = path.parent
+    if str(parent) in ("", ".") or not parent.is_dir():
+        return None
+    try:
+        names = [p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:
+        return None
+    close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.8)
+    return str(parent / close[0]) if close else None
 
 
 def check_hub_reachable(name: str, timeout: float = 3.0) -> None:

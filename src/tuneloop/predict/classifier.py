@@ -133,7 +133,8 @@ class Classifier(contextlib.AbstractContextManager):
             raise TuneloopError(f"precision: one of {', '.join(PRECISIONS)}, got {precision!r}")
         from ..runtime.process import library_output
 
-        model_dir = str(model_folder(path))              # a run folder reads as its model/
+        folder = model_folder(path)                      # a run folder reads as its model/
+        model_dir = os.fspath(path) if folder == Path(path) else str(folder)        # ./runs/x stays a path
         resolved = resolve_model(model_dir)
         if precision not in ("auto", "fp32") and is_onnx_folder(resolved):           # it was ignored without a word
             raise TuneloopError(f"--precision {precision}: {model_dir} is an exported ONNX model, computed as it was "
