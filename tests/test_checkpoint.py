@@ -322,3 +322,18 @@ def test_a_second_run_into_a_folder_being_written_is_refused(tiny_model, data_di
     assert [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()
             if "train/loss" in line] == list(range(1, 7))                       # the first run's steps alone
     assert tuneloop.train(TrainConfig(**{**opts, "overwrite": True}))["train"]["steps"] == 6      # released
+
+
+def test_a_file_system_without_locks_runs_unlocked(tmp_path, monkeypatch):
+    """flock on some network mounts fails with ENOLCK: the run goes on unlocked instead of ending in a traceback."""
+    import errno
+
+    from tuneloop.runtime import folder_lock
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(folder_lock.fcntl, "flock", no_locks)
+    with folder_lock.holding():
+        folder_lock.take(tmp_path)
+        assert folder_lock.holder(tmp_path) is None

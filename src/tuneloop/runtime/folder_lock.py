@@ -4,8 +4,8 @@ run's end. A second run into the folder (a `--resume` typed while the first stil
 is refused in one line naming the holder; before, both wrote the same checkpoints, metrics and model and exited 0.
 
 `holding()` scopes the locks a run takes (runtime/process.run_scope enters it); `take(folder)` locks, and
-`holder(folder)` says, without waiting, who holds a folder's lock. Where the system has no flock (Windows), runs are
-not locked."""
+`holder(folder)` says, without waiting, who holds a folder's lock. Where the system has no flock (Windows) or the
+file system refuses locks (some network mounts), runs are not locked."""
 
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ def holder(folder: str | os.PathLike) -> str | None:
         return None                 # a shared lock was granted: no run holds it (released on close)
     except BlockingIOError:
         return _said(path)
+    except OSError:                 # a file system without locks (some network mounts): not locked
+        return None
     finally:
         os.close(fd)
 
@@ -69,6 +71,9 @@ def take(folder: str | os.PathLike) -> None:
     except BlockingIOError:
         os.close(fd)
         raise busy(folder, _said(path)) from None
+    except OSError:                 # a file system without locks (some network mounts): the run goes on unlocked
+        os.close(fd)
+        return
     os.ftruncate(fd, 0)
     since = dt.datetime.now().isoformat(sep=" ", timespec="seconds")
     os.write(fd, f"process {os.getpid()} on {socket.gethostname()}, since {since}\n".encode())
