@@ -130,6 +130,7 @@ def cmd_predict(ns) -> int:
     from ..atomic import check_place, same_file
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, predict_file
+    from ..predict.rows import check_output_name
     from ..runtime.process import command_scope
 
     if ns.texts and ns.input:
@@ -152,6 +153,7 @@ def cmd_predict(ns) -> int:
     if output:
         check_place(output, "--output")
         check_output(output)
+        check_output_name(output, ns.glue)
     quiet = ns.quiet or bool(ns.texts)
     with command_scope(quiet, data=False), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it

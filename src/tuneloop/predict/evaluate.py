@@ -17,7 +17,7 @@ from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
-from .rows import write_predictions
+from .rows import check_output_name, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
@@ -122,6 +122,7 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
     from .inputs import encoded
 
     check_output(output)
+    check_output_name(output, glue)
     ids, logits, unknown = [], [], np.zeros(2, dtype=np.int64)
     with clf.accelerated() as accelerator:
         for chunk in file_items(input_path, clf.metadata, text_columns):

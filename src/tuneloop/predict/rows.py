@@ -64,8 +64,20 @@ def glue_submission_value(row: dict, labels, task) -> str:
     return row["label"]
 
 
+def check_output_name(path: str, glue: bool = False) -> None:
+    """A predictions file is named .csv, .tsv or .jsonl (its format); --glue's is GLUE's tab-separated .tsv (a .csv
+    name got tabs). Checked before any prediction is made."""
+    suffix = Path(path).suffix.lower()
+    if glue and suffix != ".tsv":
+        raise TuneloopError(f"--output {path}: --glue writes GLUE's tab-separated submission file; name it .tsv "
+                            "(e.g. MRPC.tsv)")
+    if not glue and suffix not in (".csv", ".tsv", ".jsonl"):
+        raise TuneloopError(f"--output {path}: use a .csv, .tsv or .jsonl file name (or --glue)")
+
+
 def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None) -> None:
     """csv / tsv / jsonl by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically."""
+    check_output_name(path, glue)
     if glue:
         text = "index\tprediction\n" + "".join(f"{r['id']}\t{glue_submission_value(r, labels, task)}\n"
                                                 for r in rows)
@@ -73,13 +85,11 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
         suffix = Path(path).suffix.lower()
         if suffix == ".jsonl":
             text = "".join(json.dumps(r) + "\n" for r in rows)
-        elif suffix in (".csv", ".tsv"):
+        else:
             buffer = io.StringIO()
             writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id"],
                                     delimiter=csv_dialect(suffix[1:])["delimiter"], lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
             text = buffer.getvalue()
-        else:
-            raise TuneloopError(f"--output {path}: use a .csv, .tsv or .jsonl file name (or --glue)")
     atomic_write_text(path, text)
