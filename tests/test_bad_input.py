@@ -94,6 +94,9 @@ def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
 def test_malformed_jsonl(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "bad.jsonl", '{"text": "a", "label": 1}\n{"text": "b", "label": \n')
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "bad.jsonl", "line 2", "not valid JSON")
+    nested = write(tmp_path / "nested.jsonl", '{"text": "a", "label": 1}\n{"text": {"body": "b"}, "label": 0}\n')
+    check(*run_cli(train_argv(tiny_model, tmp_path, nested, good), capsys),      # trained on "{'body': 'b'}"
+          "nested.jsonl: line 2: column 'text' holds a JSON object, not a text ({'body': 'b'}); give the text itself")
 
 
 def test_unsupported_file_type(tiny_model, tmp_path, good, capsys):

@@ -22,7 +22,7 @@ from .readers import Columns, detect_columns, file_columns, iter_rows, position_
 log = logging.getLogger("tuneloop")
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "3"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "4"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -73,6 +73,10 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
             value = row.get(column)
             if value is None or isinstance(value, float):
                 raise DataError(f"{where}: {word} {position}: column {column!r} has no text (got {value!r})")
+            if isinstance(value, (dict, list, tuple)):                  # JSON's objects and arrays: str() of them
+                kind = "a JSON object" if isinstance(value, dict) else "a list"
+                raise DataError(f"{where}: {word} {position}: column {column!r} holds {kind}, not a text "
+                                f"({str(value)[:60]}); give the text itself")
             value = str(value)
             if not value.strip():
                 raise DataError(f"{where}: {word} {position}: column {column!r} is empty; fill it in or drop the "
