@@ -52,8 +52,6 @@ def resolve_model(name: str) -> str:
     if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
         raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path"
                             + (f"; did you mean {near}?" if (near := near_folder(path)) else ""))
-    if near := near_folder(path):                       # runs/frist beside runs/first: a typo, not a Hub id
-        raise TuneloopError(f"--model {name}: no such folder; did you mean {near}?")
     check_hub_reachable(name)
     return name
 
@@ -96,7 +94,9 @@ def check_hub_reachable(name: str, timeout: float = 3.0) -> None:
     except OSError as e:
         raise TuneloopError(f"--model {name}: no folder of that name here, not in the Hugging Face cache, and the "
                             f"Hub ({endpoint}) cannot be reached ({e.strerror or type(e).__name__}); connect to the "
-                            "network, or pass a local model folder (e.g. --model minilm, the embedded one)") from None
+                            "network, or pass a local model folder (e.g. --model minilm, the embedded one)"
+                            + (f"; did you mean {near}?" if (near := near_folder(Path(name).expanduser())) else "")
+                            ) from None
 
 
 def load_error(name: str, what: str, e: Exception) -> TuneloopError:
@@ -105,7 +105,8 @@ def load_error(name: str, what: str, e: Exception) -> TuneloopError:
         hint = " Its weights file is damaged or cut short (an interrupted copy or download): copy it again."
     else:
         hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
-                "Hub: check the id, your network, or pass a local model folder.")
+                "Hub: check the id, your network, or pass a local model folder" +
+                (f" (did you mean {near}?)." if (near := near_folder(Path(name).expanduser())) else "."))
     return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
 
 
