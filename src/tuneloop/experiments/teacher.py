@@ -19,7 +19,6 @@ from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, detect_columns, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
-from ..layout import METADATA_FILE
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger("tuneloop")
@@ -90,12 +89,12 @@ def _check_row(path, word, position, row, kind) -> None:
 def teacher_task(teacher: str) -> str | None:
     """The GLUE task a teacher model folder was trained on, when that task names its classes (MRPC's
     not_equivalent, equivalent): the given files may then write class ids, as GLUE's do."""
+    from ..model.loading import read_metadata
     from ..predict.classifier import model_folder
     from ..tasks import get_task
 
-    path = model_folder(teacher) / METADATA_FILE
     try:
-        task = json.loads(path.read_text(encoding="utf-8")).get("task") if path.is_file() else None
+        task = read_metadata(model_folder(teacher)).get("task")
         spec = get_task(task)
     except (OSError, ValueError, KeyError, AttributeError):
         return None

@@ -51,15 +51,16 @@ def resolve_model(name: str) -> str:
         return str(path)
     if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
         raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path"
-                            + (f"; did you mean {near}?" if (near := near_folder(path)) else ""))
+                            + (f"; did you mean {near}?" if (near := near_folder(name)) else ""))
     check_hub_reachable(name)
     return name
 
 
-def near_folder(path: Path) -> str | None:
-    """A folder beside the missing `path` whose name is close to its name (runs/first for runs/frist), or None."""
+def near_folder(name: str | os.PathLike) -> str | None:
+    """A folder beside the missing path `name` whose name is close to its (runs/first for runs/frist), or None."""
     import difflib
 
+    path = Path(name).expanduser()
     parent = path.parent
     if str(parent) in ("", ".") or not parent.is_dir():
         return None
@@ -95,7 +96,7 @@ def check_hub_reachable(name: str, timeout: float = 3.0) -> None:
         raise TuneloopError(f"--model {name}: no folder of that name here, not in the Hugging Face cache, and the "
                             f"Hub ({endpoint}) cannot be reached ({e.strerror or type(e).__name__}); connect to the "
                             "network, or pass a local model folder (e.g. --model minilm, the embedded one)"
-                            + (f"; did you mean {near}?" if (near := near_folder(Path(name).expanduser())) else "")
+                            + (f"; did you mean {near}?" if (near := near_folder(name)) else "")
                             ) from None
 
 
@@ -106,7 +107,7 @@ def load_error(name: str, what: str, e: Exception) -> TuneloopError:
     else:
         hint = ("" if Path(name).exists() else " It is not a local folder, so it was looked up on the Hugging Face "
                 "Hub: check the id, your network, or pass a local model folder" +
-                (f" (did you mean {near}?)." if (near := near_folder(Path(name).expanduser())) else "."))
+                (f" (did you mean {near}?)." if (near := near_folder(name)) else "."))
     return TuneloopError(f"--model {name}: could not load the {what} ({first}).{hint}")
 
 
