@@ -62,6 +62,45 @@ def test_string_labels_train_and_round_trip_into_predictions(topic_run, tmp_path
     assert sum(r["label"] == t["topic"] for r, t in zip(rows, truth, strict=True)) >= 18
 
 
+def test_predictions_carry_the_inputs_columns_unless_told_otherwise(topic_run, tmp_path, capsys):
+    _, out, _ = topic_run
+    model = str(out / "model")
+    source = tmp_path / "tickets.jsonl"
+    tickets = [{"ticket": f"T-{i}", "text": f"the dog runs {word} on the boat", "label": "sport",
+                **({"meta": {"a": [1, 2]}, "open": True} if i else {"seen": None})}
+               for i, word in enumerate(["alpha", "beta", "gamma"])]
+    source.write_text("".join(json.dumps(t) + "\n" for t in tickets))
+
+    def predict(target, *extra):
+        assert main(["predict", "--model", model, "--input", str(source), "--output", str(target), "--quiet",
+                     *extra]) == 0
+        return target
+
+    rows = [json.loads(line) for line in predict(tmp_path / "all.jsonl").read_text().splitlines()]
+    assert list(rows[1]) == ["id", "ticket", "text", "input_label", "seen", "meta", "open", "label",
+                             "prob_politics", "prob_science", "prob_sport", "decision_rule"]
+    assert [(r["ticket"], r["text"], r["input_label"]) for r in rows] == [
+        (t["ticket"], t["text"], "sport") for t in tickets]                    # the gold label kept beside the guess
+    assert rows[0]["meta"] is None and rows[1]["meta"] == {"a": [1, 2]} and rows[2]["open"] is True
+    assert [r["label"] for r in rows] == ["sport", "politics", "science"]
+    table = list(csv.DictReader(open(predict(tmp_path / "all.csv"))))
+    assert (table[0]["seen"], table[0]["meta"], table[1]["meta"], table[1]["open"]) == ("", "", '{"a": [1, 2]}',
+                                                                                         "True")
+    assert [list(r) for r in csv.DictReader(open(predict(tmp_path / "some.csv", "--keep-columns", "ticket")))][0][:3] \
+        == ["id", "ticket", "label"]
+    assert list(next(csv.DictReader(open(predict(tmp_path / "none.csv", "--keep-columns", "none"))))) == [
+        "id", "label", "prob_politics", "prob_science", "prob_sport", "decision_rule"]
+    capsys.readouterr()
+    assert main(["predict", "--model", model, "--input", str(source), "--output", str(tmp_path / "x.csv"),
+                 "--keep-columns", "ticket,tickt"]) == 2
+    assert "has no column 'tickt' (its columns: ticket, text, label, seen)" in capsys.readouterr().err
+    assert main(["predict", "--model", model, "--input", str(source), "--output", str(tmp_path / "g.tsv"),
+                 "--keep-columns", "ticket", "--glue"]) == 2
+    assert "GLUE's two-column layout" in capsys.readouterr().err
+    assert main(["predict", "--model", model, "the dog", "--keep-columns", "all"]) == 2
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "g.tsv").exists()
+
+
 def test_evaluate_reuses_the_recorded_data_and_columns(topic_run, tmp_path, capsys):
     root, out, results = topic_run
     target = tmp_path / "metrics.json"
@@ -104,7 +143,10 @@ def test_regression_reports_correlations(tiny_model, tmp_path):
     assert main(["predict", "--model", str(out / "model"), "--input", str(tmp_path / "d.tsv"),
                  "--output", str(target), "--quiet"]) == 0
     rows = list(csv.DictReader(open(target)))
-    assert len(rows) == 40 and set(rows[0]) == {"id", "score"}
+    assert len(rows) == 40 and list(rows[0]) == ["id", "sentence1", "sentence2", "input_score", "score"]
+    given = list(csv.DictReader(open(tmp_path / "d.tsv"), delimiter="\t"))
+    assert [r["input_score"] for r in rows] == [g["score"] for g in given]       # the gold score, renamed
+    assert all(r["score"] != r["input_score"] for r in rows)
 
 
 def test_multi_label_with_a_separator_reports_micro_f1(tiny_model, tmp_path):

@@ -129,7 +129,7 @@ def cmd_predict(ns) -> int:
 
     from ..atomic import check_place, same_file
     from ..predict.classifier import Classifier
-    from ..predict.evaluate import check_output, predict_file
+    from ..predict.evaluate import check_output, keep_columns_of, predict_file
     from ..predict.rows import check_output_name
     from ..runtime.process import command_scope
 
@@ -154,6 +154,10 @@ def cmd_predict(ns) -> int:
         check_place(output, "--output")
         check_output(output)
         check_output_name(output, ns.glue)
+    if ns.keep_columns is not None and not ns.input:
+        raise TuneloopError("--keep-columns: keeps an --input file's columns; give --input FILE")
+    if ns.input:
+        keep_columns_of(ns.input, ns.keep_columns, ns.glue)      # a wrong name: said before the model loads
     quiet = ns.quiet or bool(ns.texts)
     with command_scope(quiet, data=False), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it
@@ -170,7 +174,7 @@ def cmd_predict(ns) -> int:
             print(json.dumps(row))
             return 0
         count = predict_file(clf, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
-                             text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw)
+                             text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw, keep_columns=ns.keep_columns)
     print(f"wrote {count} predictions to {output} (precision: {clf.precision})")
     return 0
 

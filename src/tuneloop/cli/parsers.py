@@ -124,6 +124,12 @@ def add_predict(sub) -> None:
     )
     p.add_argument("--glue", action="store_true", help="write GLUE's submission layout: index<TAB>prediction")
     p.add_argument(
+        "--keep-columns",
+        metavar="all|none|A,B",
+        help="the input's columns written beside the predictions (default: all; a column named like a prediction "
+        "column, such as a gold label, as input_<name>)",
+    )
+    p.add_argument(
         "--text-columns",
         type=lambda s: s.split(","),
         metavar="A[,B]",

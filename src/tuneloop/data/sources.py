@@ -56,7 +56,7 @@ def _same_kind(seen: dict, value, where, word, position, column) -> dict:
 _reads_started = 0  # times _canonical_rows has run: a read served from the Arrow cache does not run it
 
 
-def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[dict]:
+def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) -> Iterator[dict]:
     global _reads_started
     _reads_started += 1
     where, word = (str(path), path.position_word) if isinstance(path, Table) else (path, position_word(path))
@@ -89,17 +89,21 @@ def _canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[di
             raise DataError(f"{where}: {word} {position}: empty label in column {label!r}; every "
                             "training/evaluation example needs one (multi-label: write [] for a row with none of the "
                             "labels)")
-        yield {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
+        out = {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
                "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
+        if keep:                               # every column as read (predict's output keeps the input's columns)
+            out["input"] = row
+        yield out
         idx += 1
     if empty:
         log.info(f"{where}: {empty} {word}(s) with every field empty left out")
 
 
-def canonical_rows(path, names, text, label, id_col, need_label) -> Iterator[dict]:
+def canonical_rows(path, names, text, label, id_col, need_label, keep=False) -> Iterator[dict]:
     """The rows of a file (or a Table) as read_table stores them, with its checks and messages, without an
-    Arrow table (tuneloop predict reads files this way: no datasets import)."""
-    return _canonical_rows(path, names, text, label, id_col, need_label)
+    Arrow table (tuneloop predict reads files this way: no datasets import). `keep`: each row also carries
+    `input`, its every column as read."""
+    return _canonical_rows(path, names, text, label, id_col, need_label, keep)
 
 
 def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,

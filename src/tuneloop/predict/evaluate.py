@@ -17,7 +17,7 @@ from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
-from .rows import check_output_name, write_predictions
+from .rows import check_output_name, keep_columns, with_input, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
@@ -114,44 +114,55 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
 
 
 def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,
-                 quiet: bool = False, raw: bool = False) -> int:
-    """`tuneloop predict --input FILE`: one row per input row, decided by the model's rule unless `raw`; returns
-    the number written (the main process writes). The file is read (with the one reader's checks and messages:
-    data/sources) and tokenized in memory, FILE_CHUNK rows at a time, without building a datasets.Dataset."""
+                 quiet: bool = False, raw: bool = False, keep_columns: str | None = None) -> int:
+    """`tuneloop predict --input FILE`: one row per input row, decided by the model's rule unless `raw`, with the
+    input's columns (`keep_columns`: rows.keep_columns) beside the predictions; returns the number written (the
+    main process writes). The file is read (with the one reader's checks and messages: data/sources) and tokenized
+    in memory, FILE_CHUNK rows at a time, without building a datasets.Dataset."""
     from ..data.unknown_tokens import counted, warn_unknown_in_predictions
     from .inputs import encoded
 
     check_output(output)
     check_output_name(output, glue)
-    ids, logits, unknown = [], [], np.zeros(2, dtype=np.int64)
+    keep = keep_columns_of(input_path, keep_columns, glue)
+    ids, inputs, logits, unknown = [], [], [], np.zeros(2, dtype=np.int64)
     with clf.accelerated() as accelerator:
-        for chunk in file_items(input_path, clf.metadata, text_columns):
-            ids += [row_id for row_id, _ in chunk]
-            tokenized = encoded([item for _, item in chunk], clf.tokenizer, clf.policy)
+        for chunk, id_column in file_items(input_path, clf.metadata, text_columns, keep=bool(keep)):
+            ids += [row["id"] for row in chunk]
+            inputs += [row.get("input") for row in chunk]
+            tokenized = encoded([(row["text_a"], row["text_b"]) for row in chunk], clf.tokenizer, clf.policy)
             unknown += counted(tokenized.columns["input_ids"], clf.tokenizer)
             logits.append(clf.run(tokenized, batch_size=batch_size, quiet=quiet).all_logits)
         warn_unknown_in_predictions(*unknown, clf.tokenizer, input_path)
         rows = clf.table_rows(ids, np.concatenate(logits) if logits else np.zeros((0, 1)), raw=raw, glue=glue)
+        if keep:
+            rows = with_input(rows, inputs, keep, id_column)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,
                               task=tasks.get_task(clf.metadata.get("task")))
     return len(rows)
 
 
-def file_items(path: str, meta: dict, text_columns=None, chunk: int = FILE_CHUNK):
-    """Lists of (id, (text, second text or None)) of a file to predict, `chunk` rows at a time: its columns as
-    `tuneloop train` finds them (the model's own when the file has them), each row checked as training's reader
+def keep_columns_of(path: str, option: str | None, glue: bool = False) -> list[str] | str:
+    """--keep-columns checked against the file's columns before anything is predicted."""
+    return keep_columns(option, file_columns(path), path, glue)
+
+
+def file_items(path: str, meta: dict, text_columns=None, chunk: int = FILE_CHUNK, keep: bool = False):
+    """(rows, the id column or None) of a file to predict, `chunk` rows at a time: each row as
+    sources.canonical_rows gives it (`id`, `text_a`, `text_b`; `input`, its every column, when `keep`), its
+    columns as `tuneloop train` finds them (the model's own when the file has them), checked as training's reader
     checks it."""
     columns = detect_columns(path, file_columns(path), list(known_text(path, meta, text_columns) or []) or None,
                              None, need_label=False)
-    rows, taken = [], canonical_rows(path, None, columns.text, None, columns.id, False)
-    for row in taken:
-        rows.append((row["id"], (row["text_a"], row["text_b"])))
+    rows = []
+    for row in canonical_rows(path, None, columns.text, None, columns.id, False, keep):
+        rows.append(row)
         if len(rows) == chunk:
-            yield rows
+            yield rows, columns.id
             rows = []
     if rows:
-        yield rows
+        yield rows, columns.id
 
 
 def known_text(path: str, meta: dict, given) -> tuple | None:

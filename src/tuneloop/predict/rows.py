@@ -55,6 +55,60 @@ def prediction_rows(ids, logits: np.ndarray, labels, rule: DecisionRule | None =
     return rows
 
 
+def keep_columns(option: str | None, available: list[str], path: str, glue: bool = False) -> list[str] | str:
+    """--keep-columns: which of the input file's columns the predictions file carries beside the predictions.
+    "all" (the default; none with --glue, whose layout is GLUE's two columns), "none", or names (A,B)."""
+    if glue:
+        if option not in (None, "none"):
+            raise TuneloopError(f"--keep-columns {option}: --glue writes GLUE's two-column layout (index, "
+                                "prediction); drop --keep-columns or --glue")
+        return []
+    option = "all" if option is None else option.strip()
+    if option in ("all", "none"):
+        return option if option == "all" else []
+    names = [name.strip() for name in option.split(",")]
+    missing = [name for name in names if name not in available]
+    if not all(names) or missing:
+        what = f"has no column {missing[0]!r}" if missing else "an empty name"
+        raise TuneloopError(f"--keep-columns {option}: {path} {what} (its columns: {', '.join(available)}); give "
+                            "all, none or names of its columns separated by commas")
+    return names
+
+
+def with_input(rows: list[dict], inputs: list[dict], keep: list[str] | str, id_column: str | None) -> list[dict]:
+    """Prediction rows with the input's columns (`keep`: names, or "all": every named column the rows hold, in
+    order of appearance, but the one the ids came from) between the id and the predictions; an input column named
+    like a prediction column (a gold `label`, say) is written as input_<name>."""
+    if not keep:
+        return rows
+    if keep == "all":
+        keep = list(dict.fromkeys(c for row in inputs for c in row if str(c).strip() and c != id_column))
+    taken, names = set(rows[0]) if rows else set(), {}
+    for column in keep:
+        name = column
+        while name in taken or name in names.values():
+            name = f"input_{name}"
+        names[column] = name
+    return [{"id": row["id"], **{names[c]: given.get(c) for c in keep}, **{k: v for k, v in row.items() if k != "id"}}
+            for row, given in zip(rows, inputs, strict=True)]
+
+
+def _cell(value) -> str:
+    """A value in a CSV/TSV file of rows: JSON's objects and lists as JSON, nothing as empty, the rest as str()
+    writes it (True, as pandas reads it back)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str, ensure_ascii=False)
+    return str(value)
+
+
+def _json_line(row: dict) -> str:
+    """A JSON Lines row: NaN (Parquet's missing numbers) as null, dates and other values JSON lacks as text."""
+    return json.dumps({k: None if isinstance(v, float) and v != v else v for k, v in row.items()},
+                      default=str, ensure_ascii=False) + "\n"
+
+
 def glue_submission_value(row: dict, labels, task) -> str:
     """GLUE's submission files take class ids for tasks whose files store ids, names for the others."""
     if "score" in row:
@@ -84,12 +138,12 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
     else:
         suffix = Path(path).suffix.lower()
         if suffix == ".jsonl":
-            text = "".join(json.dumps(r) + "\n" for r in rows)
+            text = "".join(_json_line(r) for r in rows)
         else:
             buffer = io.StringIO()
             writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id"],
                                     delimiter=csv_dialect(suffix[1:])["delimiter"], lineterminator="\n")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
             text = buffer.getvalue()
     atomic_write_text(path, text)
