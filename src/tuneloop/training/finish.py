@@ -78,7 +78,8 @@ def save_model_folder(run, name: str, rule: DecisionRule | None = None) -> None:
 
 def predict_test(run, rule: DecisionRule | None) -> None:
     """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks), by
-    the trained model under its rule, as `tuneloop predict` would make them from the saved folder."""
+    the trained model under its rule, as `tuneloop predict --keep-columns none` would make them from the saved
+    folder (the id and the predictions; the split's other columns are not read into a run's data)."""
     if not run.data.test:
         log.warning("--predict-test: this data has no test split (give --test-file FILE)")
     clf = Classifier(run.model, run.tokenizer, model_metadata(run, rule), run.data.labels, accelerator=run.accelerator)
