@@ -153,6 +153,10 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
     assert [row["text"] for _, row in encoded.rows()] == ["café ok", "b"]
     with pytest.raises(DataError, match="bytes that are not UTF-8 text"):
         as_table(([b"\xff\xfe", b"b"], [0, 1]), "train")
+    with pytest.raises(DataError, match=r"cannot tell which column holds the text .*text_columns=\[\"FIRST\", "
+                                        r"\"SECOND\"\]; the texts look like the DataFrame's index: pass "
+                                        r"train=df.reset_index\(names=\"text\"\)$"):
+        tuneloop.train(**fast_options(tiny_model), train=train.set_index("review"), output_dir=str(tmp_path / "r"))
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):
         tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}),
                        text_columns=["review"], output_dir=str(tmp_path / "run"))
@@ -175,8 +179,15 @@ def test_a_frame_the_classifier_cannot_read_is_one_line(from_csv, frames):
     with pytest.raises(TuneloopError, match=r"cannot tell which columns hold the texts \(the model reads review; "
                                             r"the frame has a, b\)"):
         clf.predict(pd.DataFrame({"a": ["x"], "b": ["y"]}))
-    with pytest.raises(TuneloopError, match=r"row with index 2: column 'review' has no text \(got nan\)"):
+    with pytest.raises(TuneloopError, match=r"row with index 2: column 'review' has no text \(got nan\)$"):
         clf.predict(dev.head(3).assign(review=["ok", "fine", float("nan")]))
+    by_text = dev.head(3).assign(stars=[1, 0, 1]).set_index("review")     # the texts as the index: a hint
+    with pytest.raises(TuneloopError, match=r"has no text \(got \d\); the texts look like the DataFrame's index: "
+                                            r"pass frame.reset_index\(names=\"text\"\)$"):
+        clf.predict(by_text[["stars"]])
+    with pytest.raises(TuneloopError, match=r"the texts look like the Series' index: pass series.index$"):
+        clf.predict(by_text["stars"])
+    assert clf.predict(by_text["stars"].index)[0]["label"] in clf.labels
 
 
 def test_paths_given_as_path_objects_are_read_as_their_strings(frames, from_csv, tiny_model, tmp_path):

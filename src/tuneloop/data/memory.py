@@ -19,8 +19,10 @@ class Table:
 
     position_word = "row"          # a DataFrame's row is named by its index label (df.loc[...]), others from 1
 
-    def __init__(self, split: str, kind: str, columns: list[str], rows: list[tuple[object, dict]]):
+    def __init__(self, split: str, kind: str, columns: list[str], rows: list[tuple[object, dict]],
+                 hint: str = ""):
         self.split, self.kind, self.columns, self._rows = split, kind, columns, rows
+        self.hint = hint                # added to "cannot tell which column holds the text" (a frame's texts as index)
         self._fingerprint = None
 
     def rows(self) -> Iterator[tuple[object, dict]]:
@@ -92,7 +94,10 @@ def _from_frame(df, split: str) -> Table:
     by_index = all(isinstance(x, int) and not isinstance(x, bool) for x in labels)   # errors name df.loc[...]
     rows = [(label if by_index else i, {str(k): _plain(v) for k, v in record.items()})
             for i, (label, record) in enumerate(zip(labels, records, strict=True), start=1)]
-    return Table(split, "DataFrame" if by_index else "DataFrame, rows counted from 1", columns, rows)
+    texts_as_index = bool(labels) and all(isinstance(x, str) and " " in x.strip() for x in labels[:100])
+    hint = f"; the texts look like the DataFrame's index: pass {split}=df.reset_index(names=\"text\")"
+    hint = hint if texts_as_index else ""
+    return Table(split, "DataFrame" if by_index else "DataFrame, rows counted from 1", columns, rows, hint)
 
 
 def _from_dataset(ds, split: str) -> Table:

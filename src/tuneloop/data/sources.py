@@ -256,7 +256,8 @@ def load_user_files(train_file: str | None, validation_file: str | None, test_fi
         if not path:
             continue
         if isinstance(path, Table):
-            columns = _python_words(lambda: detect_columns(str(path), path.columns, text, label, need_label))
+            columns = _python_words(lambda: detect_columns(str(path), path.columns, text, label, need_label),
+                                    path.hint)
         else:
             columns = detect_columns(path, file_columns(path), text, label, need_label)
         if split == "train" and not (text and (label or not need_label)):
@@ -280,12 +281,14 @@ def said_columns(path, columns, available) -> None:
                           if unread else ""))
 
 
-def _python_words(detect):
-    """Column errors about a table from Python name the keyword, not the flag."""
+def _python_words(detect, hint: str = ""):
+    """Column errors about a table from Python name the keyword, not the flag (with the table's `hint` when its
+    text column is not found)."""
     try:
         return detect()
     except DataError as e:
-        raise DataError(str(e).replace("--text-columns COLUMN or --text-columns FIRST,SECOND",
+        said = str(e) + (hint if "cannot tell which column holds the text" in str(e) else "")
+        raise DataError(said.replace("--text-columns COLUMN or --text-columns FIRST,SECOND",
                                        'text_columns=["COLUMN"] or text_columns=["FIRST", "SECOND"]')
                         .replace("--text-columns", "text_columns=").replace("--label-column COLUMN",
                                                                             'label_column="COLUMN"')

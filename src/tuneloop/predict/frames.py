@@ -34,11 +34,13 @@ def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -
 def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> list[tuple[str, str | None]]:
     """(text, second text or None) per row, checked as every input is (inputs.checked): an empty or missing cell is
     an error naming its row and column."""
+    hint = "; the texts look like the DataFrame's index: pass frame.reset_index(names=\"text\")"
     if type(frame).__name__ == "Series":
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
+        hint = "; the texts look like the Series' index: pass series.index"
     columns = text_columns_of(frame, recorded, pair, given)
     rows = list(frame[columns].itertuples(index=False, name=None))
-    return checked(rows, pair, recorded, Framed(frame.index, columns))
+    return checked(rows, pair, recorded, Framed(frame.index, columns, hint))
 
 
 def as_frame(flat_rows: list[dict], index):

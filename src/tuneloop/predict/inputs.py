@@ -30,14 +30,16 @@ class Framed:
     name = "DataFrame"
     empty = "DataFrame: no rows to predict"
 
-    def __init__(self, index, columns: list[str]):
-        self.index, self.columns = list(index), columns
+    def __init__(self, index, columns: list[str], hint: str = ""):
+        self.index, self.columns, self.hint = list(index), columns, hint
 
     def where(self, i: int) -> str:
         return f"DataFrame: row with index {self.index[i]!r}"
 
     def no_text(self, i: int, part: int, value) -> str:
-        return f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
+        said = f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
+        texts_as_index = isinstance(self.index[i], str) and " " in self.index[i].strip() and not isinstance(value, str)
+        return said + (self.hint if texts_as_index else "")
 
 
 LISTED = Listed()
