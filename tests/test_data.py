@@ -46,6 +46,23 @@ def test_non_utf8_bytes_are_named_with_their_line(tmp_path):
         load_user_files(str(path), None, None, None, None)
 
 
+def test_utf16_files_with_their_byte_order_mark_are_read_as_utf8_ones(tmp_path):
+    """Excel's "Unicode Text" and Windows PowerShell's `>` write UTF-16 with a byte-order mark."""
+    import gzip
+
+    text = "sentence\tlabel\r\ncafé au lait\t1\r\n\"quoted\" tea\t0\r\n"
+    (tmp_path / "le.tsv").write_bytes(text.encode("utf-16"))                       # the BOM, little-endian
+    csv_text = text.replace("\t", ",").replace('"quoted" tea', '"""quoted"" tea"')
+    (tmp_path / "be.csv").write_bytes(b"\xfe\xff" + csv_text.encode("utf-16-be"))
+    (tmp_path / "le.tsv.gz").write_bytes(gzip.compress(text.encode("utf-16")))
+    for name in ("le.tsv", "be.csv", "le.tsv.gz"):
+        rows = load_user_files(str(tmp_path / name), None, None, None, None).train
+        assert [(r["text_a"], r["label"]) for r in rows] == [("café au lait", "1"), ('"quoted" tea', "0")], name
+    (tmp_path / "cut.tsv").write_bytes(text.encode("utf-16")[:-1])                # an odd byte at the end
+    with pytest.raises(DataError, match=r"cut\.tsv: line \d: not valid UTF-16 text .* re-save the file as UTF-8"):
+        load_user_files(str(tmp_path / "cut.tsv"), None, None, None, None)
+
+
 def test_header_only_and_empty_files(tmp_path):
     header_only = tmp_path / "h.csv"
     header_only.write_text("text,label\n")

@@ -12,6 +12,7 @@ import contextlib
 import csv
 import functools
 import importlib
+import io
 import json
 import logging
 import os
@@ -143,9 +144,13 @@ def position_word(source: str) -> str:
 
 
 def _decoded_lines(path: str) -> Iterator[str]:
-    """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line."""
+    """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line. A file
+    that starts with UTF-16's byte-order mark (Excel's "Unicode Text", Windows PowerShell's `>`) is read as UTF-16."""
     with _open_bytes(path) as f:
         try:
+            if f.peek(2)[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+                yield from _utf16_lines(path, f)
+                return
             for number, raw in enumerate(f, 1):
                 if number == 1 and raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8):]
@@ -156,6 +161,19 @@ def _decoded_lines(path: str) -> Iterator[str]:
                                     f"at character {e.start + 1}); re-save the file as UTF-8") from None
         except (OSError, EOFError) as e:              # gzip's BadGzipFile is an OSError; lzma's and bz2's too
             raise DataError(f"{path}: cannot be decompressed ({e}); check the file") from None
+
+
+def _utf16_lines(path: str, f) -> Iterator[str]:
+    text = io.TextIOWrapper(f, encoding="utf-16", newline="")     # the mark says the byte order and is dropped
+    number = 0
+    try:
+        for number, line in enumerate(text, 1):
+            yield line
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: line {number + 1}: not valid UTF-16 text (the file starts with UTF-16's byte-order "
+                        "mark); re-save the file as UTF-8") from None
+    finally:
+        text.detach()                                  # _open_bytes closes the file
 
 
 def _header(path: str, header: list[str]) -> list[str]:
