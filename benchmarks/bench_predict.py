@@ -111,7 +111,7 @@ def main(argv=None) -> int:
             else:
                 precision = ["--precision", "fp32"] if way.endswith("fp32") and way.startswith("tuneloop") else []
                 cmd = [sys.executable, "-m", "tuneloop", "predict", "--model", models[way], "--input", test,
-                       "--output", target, "--quiet", "--raw", *precision]
+                       "--output", target, "--quiet", "--raw", "--keep-columns", "none", *precision]
             child = run_child(cmd, os.path.join(work, f"{way}-{repeat}.log"), None)
             if child["returncode"] != 0:
                 print(open(os.path.join(work, f"{way}-{repeat}.log")).read()[-2000:])
