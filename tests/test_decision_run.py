@@ -98,6 +98,8 @@ def test_evaluate_uses_the_rule_and_raw_matches_training(decided_run, tmp_path, 
         assert raw_eval[key] == pytest.approx(results["eval"][key], abs=1e-5)
     assert set(decided_eval) >= {"accuracy", "f1", "loss", "ece", "coverage", "accuracy_answered"}
     assert decided_eval["loss"] <= raw_eval["loss"] + 1e-6       # the fitted temperature never raises its own NLL
+    for path, metrics in ((raw, raw_eval), (decided, decided_eval)):          # the table decides as "eval" does
+        assert json.loads(path.read_text())["per_class"]["yes"]["f1"] == pytest.approx(metrics["f1"], abs=1e-4)
 
 
 def test_two_processes_apply_the_rule_identically(decided_run, tmp_path):

@@ -108,7 +108,23 @@ def test_evaluate_reuses_the_recorded_data_and_columns(topic_run, tmp_path, caps
     metrics = json.loads(target.read_text())["eval"]
     assert metrics["num_samples"] == 45
     assert metrics["accuracy"] == pytest.approx(results["eval"]["accuracy"])
-    assert "accuracy=" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "accuracy=" in said and "per class:" in said
+    table = json.loads(target.read_text())["per_class"]
+    for topic in TOPICS:                                   # a line per class, as in the file
+        c = table[topic]
+        assert f"{topic:<8}  {c['precision']:9.4f}  {c['recall']:6.4f}  {c['f1']:6.4f}  {c['support']:7d}" in said
+
+
+def test_evaluate_shows_the_classes_with_the_lowest_f1_when_there_are_many():
+    from tuneloop.cli.commands import per_class_lines
+
+    classes = {f"c{i}": {"precision": 1.0, "recall": 1.0, "f1": i / 30, "support": 3} for i in range(30)}
+    lines = per_class_lines(classes, written=False)
+    assert lines[0] == "per class (the 20 lowest F1 of 30; every class with --output FILE):"
+    assert [line.split()[0] for line in lines[2:]] == [f"c{i}" for i in range(20)]
+    assert len(per_class_lines(dict(list(classes.items())[:20]), written=True)) == 22
+    assert per_class_lines(None, written=False) == []
 
 
 def test_single_example_prediction(topic_run, capsys):

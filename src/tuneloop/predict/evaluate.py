@@ -105,7 +105,8 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
         if len(per_split) > 1:
             results["eval_splits"] = per_split
         first_logits, first_gold = next(iter(result.outputs.values()))
-        classes = per_class(first_logits, first_gold, labels)      # precision, recall, F1, support per class
+        decided = rule.decision_logits(first_logits) if rule is not None else first_logits   # as "eval" decides
+        classes = per_class(decided, first_gold, labels)           # precision, recall, F1, support per class
         if classes is not None:
             results["per_class"] = classes
         if output and accelerator.is_main_process:
