@@ -198,6 +198,14 @@ def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
     run.save_yaml(tmp_path / "config.yaml")
     resumed = resolve_config(output_dir=str(tmp_path), resume="latest", log_every=2)
     assert (resumed.lr, resumed.epochs, resumed.log_every, resumed.resume) == (2e-4, 5, 2, "latest")
+    train, dev = tmp_path / "t.csv", tmp_path / "d.csv"
+    for path in (train, dev):
+        path.write_text("text,label\na cat,0\n")
+    files = resolve_config(output_dir=str(tmp_path), train_file=str(train), validation_file=str(dev), overwrite=True)
+    files.save_yaml(tmp_path / "config.yaml")                # every option saved, the split's defaults too
+    assert resolve_config(output_dir=str(tmp_path), resume="latest").validation_file == str(dev)
+    held = resolve_config(train_file=str(train), validation_split=0.25, split_seed=7, machine=False)
+    assert (held.validation_split, held.split_seed) == (0.25, 7)
 
 
 @pytest.mark.parametrize("options, message", [
@@ -207,6 +215,12 @@ def test_resume_takes_the_run_folders_config_as_its_base_layer(tmp_path):
     ({"eval_every": "0"}, r"--eval-every"),
     ({"recipe": "slow"}, r"--recipe: unknown value 'slow'"),
     ({"learning_rate": 1e-4}, r"unknown option\(s\) 'learning_rate'"),
+    ({"train_file": "t.csv", "validation_file": "d.csv", "validation_split": 0.2},
+     r"--validation-split: would be ignored: the validation rows come from --validation-file .*drop "
+     r"--validation-split$"),
+    ({"task": "mrpc", "data_dir": "MRPC", "split_seed": 3}, r"--split-seed: would be ignored: .* from --data-dir"),
+    ({"validation_split": 0.3, "split_seed": 1},
+     r"--validation-split and --split-seed: would be ignored: .* the data's own validation split"),
 ])
 def test_resolution_refuses_before_reading_any_data(options, message):
     from tuneloop.config.resolve import resolve_config

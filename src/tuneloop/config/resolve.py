@@ -83,12 +83,29 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
                 or (kind in (bool, int, float) and not isinstance(value, kind))     # epochs=None, output_dir=[..]
                 or (kind is str and isinstance(value, (int, float)))):              # output_dir=3: the folder "3"
             user[name] = coerce(TrainConfig, field, value, source=name)              # lr="fast": an error
+    if not user.get("resume"):
+        check_split_options(user, chosen)
     below = saved_run_options(user)
     layers = {**below, **user}
     chosen |= set(layers.pop("chosen", None) or ()) | set(below)
     values = {**preset(layers.get("recipe", "none")), **layers, "chosen": sorted(chosen - {"chosen"})}
     resolved = fill_defaults(TrainConfig(**values))
     return (for_this_machine(resolved) if machine else resolved).validate()
+
+
+def check_split_options(user: dict, chosen: set) -> None:
+    """--validation-split and --split-seed hold validation rows out of --train-file when no validation data is
+    given (data/prepare.holds_out_validation); named beside a --validation-file, a --data-dir or no training file
+    (GLUE, the Hub and the built-in sample have their own validation rows), they would be ignored."""
+    named = [name for name in ("validation_split", "split_seed") if name in chosen]
+    if not named or (user.get("train_file") is not None and user.get("validation_file") is None
+                     and user.get("data_dir") is None):
+        return
+    flags = " and ".join("--" + name.replace("_", "-") for name in named)
+    source = ("--validation-file" if user.get("validation_file") is not None else
+              "--data-dir" if user.get("data_dir") is not None else "the data's own validation split")
+    raise ConfigError(f"{flags}: would be ignored: the validation rows come from {source} (rows are held out of "
+                      f"--train-file only when no validation data is given); drop {flags}")
 
 
 def unknown_options_message(unknown) -> str:
