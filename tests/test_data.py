@@ -96,6 +96,9 @@ def test_column_overrides_and_missing_columns():
         detect_columns("f.csv", ["a", "b"], None, None, need_label=True)
     with pytest.raises(DataError, match=r"cannot tell which column holds the label.*--label-column"):
         detect_columns("f.csv", ["text", "b"], None, None, need_label=True)
+    with pytest.raises(DataError, match=r"f\.csv: column 'title' is named as both a text column and the label "
+                                        r"column; the model would read its answer"):
+        detect_columns("f.csv", ["body", "title"], ["body", "title"], "title", need_label=True)
 
 
 def test_string_labels_map_to_sorted_ids_and_back(tmp_path):

@@ -370,6 +370,9 @@ def detect_columns(path: str, available: list[str], text: list[str] | None, labe
         if label not in have:
             if need_label:
                 raise DataError(f"{path}: no label column {label!r} (columns: {shown}); fix --label-column")
+        elif label in text_cols:
+            raise DataError(f"{path}: column {label!r} is named as both a text column and the label column; the "
+                            "model would read its answer (fix --text-columns or --label-column)")
         else:
             label_col = label
     else:
