@@ -111,6 +111,14 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
     for target in (run_dir / "model", run_dir):
         assert main(["export", str(run_dir), "--output", str(target), "--overwrite", "--quiet"]) == 2
         assert "holds the model being exported" in capsys.readouterr().err
+    for inside, said in ((run_dir / "model" / "onnx", "is in the saved model folder"),
+                         (run_dir / "predictions" / "onnx", "is in the run's own predictions/ folder")):
+        assert main(["export", str(run_dir), "--output", str(inside), "--quiet"]) == 2
+        assert said in capsys.readouterr().err and not inside.exists()
+    for drop in ("-1", "nan", "inf"):                                  # nan passed every gate
+        assert main(["export", str(run_dir), "--output", str(tmp_path / "x"), "--allow-drop", drop]) == 2
+        assert f"--allow-drop: a number of points, at least 0 (0.5 is the default), got {float(drop)}" in \
+            capsys.readouterr().err
     assert (run_dir / "model" / "model.safetensors").read_bytes() == weights
     notes = tmp_path / "mine" / "notes.txt"
     notes.parent.mkdir()

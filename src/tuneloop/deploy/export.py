@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from ..exceptions import TuneloopError
 from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE
 from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier, model_folder
-from ..predict.evaluate import evaluation
+from ..predict.evaluate import check_output, evaluation
 from ..predict.routes import compare
 from ..runtime.process import command_scope
 
@@ -57,6 +58,7 @@ def check_target(target: Path, folder: Path, overwrite: bool) -> None:
     if target.resolve() == folder.resolve() or target.resolve() in folder.resolve().parents:
         raise TuneloopError(f"--output {target}: holds the model being exported ({folder}), which the export would "
                             f"replace; choose a folder outside it, e.g. {folder.parent / 'onnx'}")
+    check_output(str(target))          # not inside a saved model's folder, nor one of a run's own outputs
     if target.exists() and not target.is_dir():
         raise TuneloopError(f"--output {target}: is a file; give a folder for the exported model")
     check_place(target, "--output", folder=True)
@@ -76,6 +78,8 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
                  overwrite: bool = False, quiet: bool = False) -> dict:
     """Export, gate, and write `output` atomically; returns the export report (raises TuneloopError on a failed
     gate, leaving `output` as it was)."""
+    if allow_drop is not None and not (math.isfinite(allow_drop) and allow_drop >= 0):
+        raise TuneloopError(f"--allow-drop: a number of points, at least 0 (0.5 is the default), got {allow_drop}")
     extras.require("export")
     folder = source_folder(source)
     if is_onnx_folder(folder):

@@ -31,8 +31,9 @@ def check_output(output: str) -> None:
     target = Path(output).resolve()
     for folder in target.parents:
         if (folder / METADATA_FILE).is_file():
-            raise ConfigError(f"--output {output}: is in the saved model folder {folder}, whose files it would "
-                              "replace; choose a place outside it")
+            raise ConfigError(f"--output {output}: is in the saved model folder {folder}, which tuneloop writes "
+                              "whole (its files replaced, anything else dropped when it is saved again); choose a "
+                              "place outside it")
         parts = target.relative_to(folder).parts
         if (folder / RUN_MARKER).is_file() and parts[0] in RUN_OUTPUTS:
             what = f"in the run's own {parts[0]}/ folder" if len(parts) > 1 else f"the run's own {parts[0]}"
