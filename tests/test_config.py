@@ -29,6 +29,8 @@ from tuneloop.config.resolve import resolve_config
     ({"lora_alpha": 0}, r"--lora-alpha: must be a positive number \(0 scales the adapters to nothing\)"),
     ({"label_separator": ""}, r"--label-separator: give the text between labels"),
     ({"max_steps": 0}, r"--max-steps: must be at least 1, got 0"),
+    ({"weight_decay": float("inf")}, r"--weight-decay: must be finite and >= 0, got inf"),   # the weights became nan
+    ({"weight_decay": float("nan")}, r"--weight-decay: must be finite and >= 0, got nan"),
 ])
 def test_invalid_options_are_refused(changes, message):
     with pytest.raises(ConfigError, match=message):

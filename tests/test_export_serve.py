@@ -235,7 +235,8 @@ def test_serve_says_in_one_line_where_it_cannot_listen_before_loading_the_model(
         for args, said in ((["--port", str(busy)], "Address already in use); another process holds the port"),
                            (["--port", "99999"], "--port 99999: must be in 1..65535"),      # an OverflowError
                            (["--host", "no such host"], "--host 'no such host': not a name or address"),
-                           (["--threads", "0"], "--threads: must be at least 1")):
+                           (["--threads", "0"], "--threads: must be at least 1"),
+                           (["--max-wait-ms", "nan"], "--max-wait-ms: must be a finite number >= 0, got nan")):
             assert main(["serve", str(run_dir), *args]) == 2
             err = capsys.readouterr().err.strip()
             assert said in err and len(err.splitlines()) == 1, err
@@ -250,6 +251,22 @@ def server(exported):
     s = Server(exported, "--max-wait-ms", "150", "--max-rows", "4", "--max-body-kb", "1")
     yield s
     s.stop()
+
+
+def test_serve_from_python_gives_the_callers_thread_count_back(run_dir, monkeypatch):
+    import torch
+    import uvicorn
+
+    from tuneloop.deploy.serve import serve
+
+    seen = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve(str(run_dir), port=port, threads=before + 1, precision="fp32")
+    assert seen == [before + 1] and torch.get_num_threads() == before
 
 
 def test_serve_answers_like_predict(server, exported, capsys):

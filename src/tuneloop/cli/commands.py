@@ -250,8 +250,8 @@ def cmd_serve(ns) -> int:
     for name in ("max_batch_size", "max_rows", "max_body_kb"):
         if getattr(ns, name) < 1:
             raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
-    if ns.max_wait_ms < 0:
-        raise TuneloopError("--max-wait-ms: must be >= 0")
+    if not 0 <= ns.max_wait_ms < float("inf"):                  # nan, inf: a batch that never closes
+        raise TuneloopError(f"--max-wait-ms: must be a finite number >= 0, got {ns.max_wait_ms}")
     if ns.threads is not None and ns.threads < 1:
         raise TuneloopError(f"--threads: must be at least 1, got {ns.threads}")
     serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,

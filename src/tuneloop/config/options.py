@@ -296,7 +296,7 @@ class TrainConfig(DataOptions):
             need((value := getattr(self, name)) is None or value >= 1, name, f"must be at least 1, got {value}")
         for name in ("dropout", "lora_dropout", "warmup_ratio", "threshold_confidence"):
             need((value := getattr(self, name)) is None or 0 <= value < 1, name, f"must be in [0, 1), got {value}")
-        need(self.weight_decay >= 0, "weight_decay", f"must be >= 0, got {self.weight_decay}")
+        need(0 <= self.weight_decay < math.inf, "weight_decay", f"must be finite and >= 0, got {self.weight_decay}")
         need(self.auto_budget > 0, "auto_budget", f"must be > 0 seconds, got {self.auto_budget}")
         need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
         need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",

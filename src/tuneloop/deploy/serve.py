@@ -207,10 +207,14 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_s
     import uvicorn
 
     check_address(host, port)                   # before the model's load: a busy port is said in a second
+    before = torch.get_num_threads()
     if threads:
-        torch.set_num_threads(threads)
-    with Classifier.load(model_dir, precision=precision, threads=threads) as classifier:
-        app = create_app(classifier, max_batch_size, max_wait_ms, max_rows, max_body_kb * 1024)
-        log.info(f"serving {model_dir} ({classifier.backend}, {classifier.precision}) on http://{host}:{port}")
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                      timeout_graceful_shutdown=30)).run()
+        torch.set_num_threads(threads)          # for the service's life; the caller's count is given back after
+    try:
+        with Classifier.load(model_dir, precision=precision, threads=threads) as classifier:
+            app = create_app(classifier, max_batch_size, max_wait_ms, max_rows, max_body_kb * 1024)
+            log.info(f"serving {model_dir} ({classifier.backend}, {classifier.precision}) on http://{host}:{port}")
+            uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                          timeout_graceful_shutdown=30)).run()
+    finally:
+        torch.set_num_threads(before)
