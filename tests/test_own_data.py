@@ -101,6 +101,51 @@ def test_predictions_carry_the_inputs_columns_unless_told_otherwise(topic_run, t
     assert not (tmp_path / "x.csv").exists() and not (tmp_path / "g.tsv").exists()
 
 
+def test_predictions_to_standard_output_are_json_lines_and_a_closed_pipe_is_not_an_error(topic_run, tmp_path,
+                                                                                        capsys):
+    import subprocess
+    import sys
+
+    _, out, _ = topic_run
+    new = write_topics(tmp_path / "new.csv", 3000, 4)
+    capsys.readouterr()
+    assert main(["predict", "--model", str(out / "model"), "--input", str(new), "--output", "-", "--quiet",
+                 "--keep-columns", "id"]) == 0
+    said = capsys.readouterr()
+    rows = [json.loads(line) for line in said.out.splitlines()]
+    assert [r["id"] for r in rows] == [f"doc{i}" for i in range(3000)] and "prob_sport" in rows[0]
+    assert "wrote 3000 predictions to standard output" in said.err
+    assert not list(tmp_path.glob("*.predictions.*")) and not (tmp_path / "-").exists()
+    child = subprocess.Popen([sys.executable, "-m", "tuneloop", "predict", "--model", str(out / "model"), "--input",
+                              str(new), "--output", "-", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.read(40)                   # `| head -c 40`: the reader goes away before the rest
+    child.stdout.close()
+    assert child.wait(timeout=120) == 0 and b"Traceback" not in child.stderr.read()
+
+
+def test_a_reader_gone_from_standard_output_ends_the_predictions_quietly(monkeypatch, tmp_path):
+    """Where the system says so (EPIPE: `| head` has what it wanted), the rest is dropped, as Python's docs do it."""
+    import os
+    import sys
+
+    from tuneloop.predict.rows import write_predictions
+
+    class Gone:
+        def __init__(self, fd):
+            self.fd = fd
+
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self):
+            return self.fd
+
+    with open(tmp_path / "stdout", "w") as stand_in:
+        monkeypatch.setattr(sys, "stdout", Gone(stand_in.fileno()))
+        write_predictions([{"id": "0", "label": "a"}], "-")          # no BrokenPipeError
+        assert os.path.samefile(f"/proc/self/fd/{stand_in.fileno()}", os.devnull)
+
+
 def test_evaluate_reuses_the_recorded_data_and_columns(topic_run, tmp_path, capsys):
     root, out, results = topic_run
     target = tmp_path / "metrics.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from .. import extras
 from ..config.flags import options_from_namespace
@@ -149,7 +150,7 @@ def cmd_predict(ns) -> int:
     from ..atomic import check_place, same_file
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, keep_columns_of, predict_file
-    from ..predict.rows import check_output_name
+    from ..predict.rows import STDOUT, check_output_name
     from ..runtime.process import command_scope
 
     if ns.texts and ns.input:
@@ -164,12 +165,14 @@ def cmd_predict(ns) -> int:
     if ns.batch_size is not None and ns.batch_size < 1:
         raise TuneloopError(f"--batch-size: must be at least 1, got {ns.batch_size}")
     output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
-    if output and ns.input and same_file(output, ns.input):          # --overwrite or not: the texts would be lost
+    if output == STDOUT:
+        check_output_name(output, ns.glue)
+    elif output and ns.input and same_file(output, ns.input):        # --overwrite or not: the texts would be lost
         raise TuneloopError(f"--output {output}: is the --input file, whose texts the predictions would replace; "
                             "choose another name")
-    if output and Path(output).exists() and not ns.overwrite:
+    elif output and Path(output).exists() and not ns.overwrite:
         raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
-    if output:
+    elif output:
         check_place(output, "--output")
         check_output(output)
         check_output_name(output, ns.glue)
@@ -194,7 +197,8 @@ def cmd_predict(ns) -> int:
             return 0
         count = predict_file(clf, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
                              text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw, keep_columns=ns.keep_columns)
-    print(f"wrote {count} predictions to {output} (precision: {clf.precision})")
+    print(f"wrote {count} predictions to {'standard output' if output == STDOUT else output} (precision: "
+          f"{clf.precision})", file=sys.stderr if output == STDOUT else sys.stdout)
     return 0
 
 

@@ -120,7 +120,8 @@ def add_predict(sub) -> None:
     p.add_argument(
         "--output",
         metavar="FILE",
-        help="predictions file: .csv, .tsv or .jsonl (default: <input name>.predictions.tsv in the current folder)",
+        help="predictions file: .csv, .tsv or .jsonl, or - for standard output as JSON Lines (default: <input "
+        "name>.predictions.tsv in the current folder)",
     )
     p.add_argument("--glue", action="store_true", help="write GLUE's submission layout: index<TAB>prediction")
     p.add_argument(

@@ -17,7 +17,7 @@ from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
-from .rows import check_output_name, keep_columns, with_input, write_predictions
+from .rows import STDOUT, check_output_name, keep_columns, with_input, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
@@ -124,7 +124,8 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
     from ..data.unknown_tokens import counted, warn_unknown_in_predictions
     from .inputs import encoded
 
-    check_output(output)
+    if output != STDOUT:
+        check_output(output)
     check_output_name(output, glue)
     keep = keep_columns_of(input_path, keep_columns, glue)
     ids, inputs, logits, unknown = [], [], [], np.zeros(2, dtype=np.int64)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +84,8 @@ def with_input(rows: list[dict], inputs: list[dict], keep: list[str] | str, id_c
     if not keep:
         return rows
     if keep == "all":
-        keep = list(dict.fromkeys(c for row in inputs for c in row if str(c).strip() and c != id_column))
+        keep = list(dict.fromkeys(c for row in inputs for c in row if str(c).strip()))
+    keep = [c for c in keep if c != id_column]              # its values are the id column's
     taken, names = set(rows[0]) if rows else set(), {}
     for column in keep:
         name = column
@@ -118,9 +121,14 @@ def glue_submission_value(row: dict, labels, task) -> str:
     return row["label"]
 
 
+STDOUT = "-"          # --output -: the predictions on standard output, JSON Lines (--glue: GLUE's layout)
+
+
 def check_output_name(path: str, glue: bool = False) -> None:
     """A predictions file is named .csv, .tsv or .jsonl (its format); --glue's is GLUE's tab-separated .tsv (a .csv
     name got tabs). Checked before any prediction is made."""
+    if path == STDOUT:
+        return
     suffix = Path(path).suffix.lower()
     if glue and suffix != ".tsv":
         raise TuneloopError(f"--output {path}: --glue writes GLUE's tab-separated submission file; name it .tsv "
@@ -130,13 +138,14 @@ def check_output_name(path: str, glue: bool = False) -> None:
 
 
 def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None) -> None:
-    """csv / tsv / jsonl by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically."""
+    """csv / tsv / jsonl by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically; `-`:
+    standard output, as JSON Lines."""
     check_output_name(path, glue)
     if glue:
         text = "index\tprediction\n" + "".join(f"{r['id']}\t{glue_submission_value(r, labels, task)}\n"
                                                 for r in rows)
     else:
-        suffix = Path(path).suffix.lower()
+        suffix = ".jsonl" if path == STDOUT else Path(path).suffix.lower()
         if suffix == ".jsonl":
             text = "".join(_json_line(r) for r in rows)
         else:
@@ -146,4 +155,11 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
             writer.writeheader()
             writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
             text = buffer.getvalue()
-    atomic_write_text(path, text)
+    if path == STDOUT:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:       # `| head`: the reader has what it wanted (Python's documented handling)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    else:
+        atomic_write_text(path, text)
