@@ -123,6 +123,25 @@ def test_predictions_to_standard_output_are_json_lines_and_a_closed_pipe_is_not_
     assert child.wait(timeout=120) == 0 and b"Traceback" not in child.stderr.read()
 
 
+def test_a_runs_test_predictions_are_the_predict_commands_with_the_files_columns(tiny_model, tmp_path):
+    train = write_topics(tmp_path / "train.csv", 90, 5)
+    test = tmp_path / "test.csv"
+    test.write_text("ticket,text,topic\nT-1,the dog runs alpha,sport\nT-2,\"a boat, beta\",politics\nT-3,gamma,x\n")
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(tiny_model, epochs=1), train_file=str(train), label_column="topic",
+                   test_file=str(test), output_dir=str(out))
+    with open(out / "predictions" / "test.tsv", newline="") as f:
+        made = list(csv.DictReader(f, delimiter="\t"))
+    assert list(made[0]) == ["id", "ticket", "text", "topic", "label", "prob_politics", "prob_science",
+                             "prob_sport", "decision_rule"]
+    assert [(r["ticket"], r["text"]) for r in made] == [("T-1", "the dog runs alpha"), ("T-2", "a boat, beta"),
+                                                        ("T-3", "gamma")]
+    assert main(["predict", "--model", str(out / "model"), "--input", str(test), "--output",
+                 str(tmp_path / "p.tsv"), "--quiet", "--precision", "fp32"]) == 0
+    with open(tmp_path / "p.tsv", newline="") as f:
+        assert list(csv.DictReader(f, delimiter="\t")) == made
+
+
 def test_a_reader_gone_from_standard_output_ends_the_predictions_quietly(monkeypatch, tmp_path):
     """Where the system says so (EPIPE: `| head` has what it wanted), the rest is dropped, as Python's docs do it."""
     import os

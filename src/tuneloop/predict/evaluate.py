@@ -168,6 +168,15 @@ def file_items(path: str, meta: dict, text_columns=None, chunk: int = FILE_CHUNK
         yield rows, columns.id
 
 
+def file_inputs(path: str, meta: dict, idx) -> tuple[list[dict], str | None]:
+    """(every column of the file's rows `idx`, as read; its id column or None): a run's test predictions carry the
+    test file's columns, as `tuneloop predict --input` writes them."""
+    by_idx, id_column = {}, None
+    for chunk, id_column in file_items(path, meta, keep=True):
+        by_idx.update((row["idx"], row["input"]) for row in chunk)
+    return [by_idx[int(i)] for i in idx], id_column
+
+
 def known_text(path: str, meta: dict, given) -> tuple | None:
     """The model's own text columns when the file has them; otherwise detection; a pair model needs two."""
     if given:

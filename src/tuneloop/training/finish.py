@@ -15,7 +15,8 @@ from ..layout import PREDICTIONS_DIR
 from ..model import target_scale
 from ..model.loading import save_model
 from ..predict.classifier import Classifier
-from ..predict.rows import write_predictions
+from ..predict.evaluate import file_inputs
+from ..predict.rows import with_input, write_predictions
 from ..runtime import machine
 from ..runtime.process import settle_processes
 
@@ -78,8 +79,8 @@ def save_model_folder(run, name: str, rule: DecisionRule | None = None) -> None:
 
 def predict_test(run, rule: DecisionRule | None) -> None:
     """Predictions for the test split(s) in OUT/predictions/ (and GLUE's submission layout for GLUE tasks), by
-    the trained model under its rule, as `tuneloop predict --keep-columns none` would make them from the saved
-    folder (the id and the predictions; the split's other columns are not read into a run's data)."""
+    the trained model under its rule, as `tuneloop predict --input` makes them from the saved folder: a --test-file's
+    columns beside the predictions (a GLUE folder's or an in-memory test split's: the id and the predictions)."""
     if not run.data.test:
         log.warning("--predict-test: this data has no test split (give --test-file FILE)")
     clf = Classifier(run.model, run.tokenizer, model_metadata(run, rule), run.data.labels, accelerator=run.accelerator)
@@ -89,6 +90,9 @@ def predict_test(run, rule: DecisionRule | None) -> None:
         if run.accelerator.is_main_process:
             ids, folder = list(run.data.raw.test[split]["id"]), run.output_dir / PREDICTIONS_DIR
             rows = clf.table_rows(ids, logits)
+            if isinstance(run.config.test_file, str) and split == "test":
+                inputs, id_column = file_inputs(run.config.test_file, clf.metadata, run.data.raw.test[split]["idx"])
+                rows = with_input(rows, inputs, "all", id_column)
             write_predictions(rows, str(folder / f"{split}.tsv"))
             if run.data.task is not None:                 # GLUE scores every row: no abstaining there
                 rows = clf.table_rows(ids, logits, glue=True)
