@@ -189,6 +189,8 @@ def test_evaluate_shows_the_classes_with_the_lowest_f1_when_there_are_many():
     assert [line.split()[0] for line in lines[2:]] == [f"c{i}" for i in range(20)]
     assert len(per_class_lines(dict(list(classes.items())[:20]), written=True)) == 22
     assert per_class_lines(None, written=False) == []
+    short = per_class_lines({"a": {"precision": 0.5, "recall": 1.0, "f1": 0.6667, "support": 2}}, written=False)
+    assert short[1:] == ["  class  precision  recall      f1  support", "  a         0.5000  1.0000  0.6667        2"]
 
 
 def test_single_example_prediction(topic_run, capsys):

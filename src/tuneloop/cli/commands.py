@@ -133,7 +133,7 @@ def per_class_lines(classes: dict | None, written: bool, most: int = 20) -> list
     if not classes:
         return []
     shown = sorted(classes, key=lambda name: classes[name]["f1"])[:most] if len(classes) > most else list(classes)
-    width = min(max(len(str(name)) for name in shown), 40)
+    width = min(max(5, *(len(str(name)) for name in shown)), 40)
     where = "; every class in --output" if written else "; every class with --output FILE"
     lines = [f"per class{f' (the {most} lowest F1 of {len(classes)}{where})' if len(shown) < len(classes) else ''}:",
              f"  {'class':<{width}}  precision  recall      f1  support"]
