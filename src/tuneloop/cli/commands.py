@@ -165,14 +165,12 @@ def cmd_predict(ns) -> int:
     if ns.batch_size is not None and ns.batch_size < 1:
         raise TuneloopError(f"--batch-size: must be at least 1, got {ns.batch_size}")
     output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
-    if output == STDOUT:
-        check_output_name(output, ns.glue)
-    elif output and ns.input and same_file(output, ns.input):        # --overwrite or not: the texts would be lost
-        raise TuneloopError(f"--output {output}: is the --input file, whose texts the predictions would replace; "
-                            "choose another name")
-    elif output and Path(output).exists() and not ns.overwrite:
-        raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
-    elif output:
+    if output and output != STDOUT:                                 # a file: -, standard output, needs no check
+        if ns.input and same_file(output, ns.input):                 # --overwrite or not: the texts would be lost
+            raise TuneloopError(f"--output {output}: is the --input file, whose texts the predictions would replace; "
+                                "choose another name")
+        if Path(output).exists() and not ns.overwrite:
+            raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
         check_place(output, "--output")
         check_output(output)
         check_output_name(output, ns.glue)

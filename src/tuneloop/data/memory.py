@@ -60,6 +60,12 @@ def decoded(value):
                         "first") from None
 
 
+def reads_as_text(value) -> bool:
+    """Whether an index label looks like a text (words with a space between them), not an id: a DataFrame whose
+    texts are its index gets a hint to reset it (here for training, predict/inputs.py for predictions)."""
+    return isinstance(value, str) and " " in value.strip()
+
+
 def _plain(value):
     """A cell as a plain Python value (numpy scalars, pandas NA and NaN become Python values / None)."""
     if value is None:
@@ -94,7 +100,7 @@ def _from_frame(df, split: str) -> Table:
     by_index = all(isinstance(x, int) and not isinstance(x, bool) for x in labels)   # errors name df.loc[...]
     rows = [(label if by_index else i, {str(k): _plain(v) for k, v in record.items()})
             for i, (label, record) in enumerate(zip(labels, records, strict=True), start=1)]
-    texts_as_index = bool(labels) and all(isinstance(x, str) and " " in x.strip() for x in labels[:100])
+    texts_as_index = bool(labels) and all(reads_as_text(x) for x in labels[:100])
     hint = f"; the texts look like the DataFrame's index: pass {split}=df.reset_index(names=\"text\")"
     hint = hint if texts_as_index else ""
     return Table(split, "DataFrame" if by_index else "DataFrame, rows counted from 1", columns, rows, hint)

@@ -5,7 +5,7 @@ a [first, second] pair of texts with something in each, one kind throughout, and
 
 from __future__ import annotations
 
-from ..data.memory import decoded
+from ..data.memory import decoded, reads_as_text
 from ..exceptions import TuneloopError
 
 Item = tuple[str, "str | None"]          # (text, second text or None)
@@ -38,8 +38,7 @@ class Framed:
 
     def no_text(self, i: int, part: int, value) -> str:
         said = f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
-        texts_as_index = isinstance(self.index[i], str) and " " in self.index[i].strip() and not isinstance(value, str)
-        return said + (self.hint if texts_as_index else "")
+        return said + (self.hint if reads_as_text(self.index[i]) and not isinstance(value, str) else "")
 
 
 LISTED = Listed()
