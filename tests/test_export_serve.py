@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -162,7 +163,18 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
                  ["export", str(run_dir)]):
         assert main([*argv, "--output", str(blocker / "out" / "x.tsv"), "--quiet"]) == 2
         assert f"{blocker} is a file, not a folder" in capsys.readouterr().err
-    assert blocker.read_text() == "mine"
+    from tuneloop.predict import evaluate as evaluate_module
+
+    classifier = tuneloop.load(run_dir)
+    read = []
+    original = classifier.run
+    classifier.run = lambda *a, **k: read.append(1) or original(*a, **k)
+    for call in (lambda out: classifier.evaluate(output=out),                     # from Python: a FileExistsError
+                 lambda out: evaluate_module.predict_file(classifier, str(data), out)):   # after every row
+        with pytest.raises(tuneloop.TuneloopError, match=f"--output .*: {re.escape(str(blocker))} is a file, not a "
+                                                         "folder; choose another place"):
+            call(str(blocker / "out" / "x.tsv"))
+    assert read == [] and blocker.read_text() == "mine"
     results, config = (run_dir / "results.json").read_bytes(), (run_dir / "model" / "config.json").read_bytes()
     for output, said in ((run_dir / "results.json", "is the run's own results.json"),   # the training results lost
                          (run_dir / "predictions" / "mine.tsv", "is in the run's own predictions/ folder"),
@@ -240,6 +252,20 @@ def test_serve_says_in_one_line_where_it_cannot_listen_before_loading_the_model(
             assert main(["serve", str(run_dir), *args]) == 2
             err = capsys.readouterr().err.strip()
             assert said in err and len(err.splitlines()) == 1, err
+    from tuneloop.deploy.serve import create_app, serve
+    from tuneloop.exceptions import TuneloopError
+
+    for options, said in (({"max_wait_ms": float("nan")}, "--max-wait-ms: must be a finite number >= 0, got nan"),
+                          ({"max_wait_ms": float("inf")}, "--max-wait-ms: must be a finite number >= 0, got inf"),
+                          ({"max_batch_size": 0}, "--max-batch-size: must be a whole number, at least 1, got 0"),
+                          ({"max_rows": 2.5}, "--max-rows: must be a whole number, at least 1, got 2.5"),
+                          ({"max_body_kb": -1}, "--max-body-kb: must be a whole number, at least 1, got -1"),
+                          ({"threads": 0}, "--threads: must be at least 1, got 0")):
+        with pytest.raises(TuneloopError, match="^" + re.escape(said) + "$"):   # from Python: the CLI's line,
+            serve(str(run_dir), port=free_port(), **options)                     # before the model's load
+        if "max_body_kb" not in options and "threads" not in options:
+            with pytest.raises(TuneloopError, match=re.escape(said)):            # the app on its own too
+                create_app(object(), **options)
     assert main(["serve", "--model", str(run_dir), "--port", "99999"]) == 2     # --model, as predict takes it
     assert "--port 99999: must be in 1..65535" in capsys.readouterr().err
     assert main(["serve", "--port", "8000"]) == 2

@@ -101,14 +101,12 @@ def cmd_tasks(ns) -> int:
 
 
 def cmd_evaluate(ns) -> int:
-    from ..atomic import check_place
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, evaluation
     from ..runtime.process import command_scope
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
     if ns.output:
-        check_place(ns.output, "--output")
         check_output(ns.output)
     quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
     model = model_place(ns, "model", "RUN_OR_MODEL")
@@ -147,7 +145,7 @@ def per_class_lines(classes: dict | None, written: bool, most: int = 20) -> list
 def cmd_predict(ns) -> int:
     from pathlib import Path
 
-    from ..atomic import check_place, same_file
+    from ..atomic import same_file
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, keep_columns_of, predict_file
     from ..predict.rows import STDOUT, check_output_name
@@ -171,7 +169,6 @@ def cmd_predict(ns) -> int:
                                 "choose another name")
         if Path(output).exists() and not ns.overwrite:
             raise TuneloopError(f"--output {output}: already exists; choose another name or pass --overwrite")
-        check_place(output, "--output")
         check_output(output)
         check_output_name(output, ns.glue)
     if ns.keep_columns is not None and not ns.input:
@@ -249,13 +246,6 @@ def cmd_serve(ns) -> int:
     extras.require("serve")
     from ..deploy.serve import serve
 
-    for name in ("max_batch_size", "max_rows", "max_body_kb"):
-        if getattr(ns, name) < 1:
-            raise TuneloopError(f"--{name.replace('_', '-')}: must be at least 1")
-    if not 0 <= ns.max_wait_ms < float("inf"):                  # nan, inf: a batch that never closes
-        raise TuneloopError(f"--max-wait-ms: must be a finite number >= 0, got {ns.max_wait_ms}")
-    if ns.threads is not None and ns.threads < 1:
-        raise TuneloopError(f"--threads: must be at least 1, got {ns.threads}")
     serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,
           ns.max_body_kb, ns.threads, ns.precision)
     return 0

@@ -127,6 +127,7 @@ def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: fl
     """The FastAPI app (its lifespan starts and stops the batching worker)."""
     import json
 
+    check_limits(max_batch_size, max_wait_ms, max_rows)
     batcher = Batcher(classifier, max_batch_size, max_wait_ms)
     rule_text = classifier.describe()["decision_rule_text"]          # the same for every response
 
@@ -199,6 +200,21 @@ def check_address(host: str, port: int) -> None:
                                    if e.errno == errno.EADDRINUSE else "give an address of this machine")) from None
 
 
+def check_limits(max_batch_size: int, max_wait_ms: float, max_rows: int, max_body_kb: int | None = None,
+                 threads: int | None = None) -> None:
+    """TuneloopError naming the option (--max-wait-ms, as the CLI spells it) whose value the service cannot run
+    with: a size under 1, a wait that is nan or inf (a batch that never closes). serve() and create_app() check
+    here, so a Python caller gets the CLI's one line, before the model loads."""
+    for name, value in (("max_batch_size", max_batch_size), ("max_rows", max_rows), ("max_body_kb", max_body_kb)):
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise TuneloopError(f"--{name.replace('_', '-')}: must be a whole number, at least 1, got {value!r}")
+    if isinstance(max_wait_ms, bool) or not isinstance(max_wait_ms, (int, float)) or \
+            not 0 <= max_wait_ms < float("inf"):
+        raise TuneloopError(f"--max-wait-ms: must be a finite number >= 0, got {max_wait_ms!r}")
+    if threads is not None and not (isinstance(threads, int) and not isinstance(threads, bool) and threads >= 1):
+        raise TuneloopError(f"--threads: must be at least 1, got {threads!r}")
+
+
 def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_size: int = 32,
           max_wait_ms: float = 5.0, max_rows: int = 256, max_body_kb: int = 1024, threads: int | None = None,
           precision: str = "auto") -> None:
@@ -206,6 +222,7 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_s
     import torch
     import uvicorn
 
+    check_limits(max_batch_size, max_wait_ms, max_rows, max_body_kb, threads)
     check_address(host, port)                   # before the model's load: a busy port is said in a second
     before = torch.get_num_threads()
     if threads:

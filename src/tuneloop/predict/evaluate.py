@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tasks
-from ..atomic import atomic_write_json, same_file
+from ..atomic import atomic_write_json, check_place, same_file
 from ..config.data_options import DataOptions
 from ..config.fields import need
 from ..config.options import default, with_trait
@@ -25,9 +25,11 @@ FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a
 def check_output(output: str) -> None:
     """Refuse an --output that is one of a run's own outputs (results.json, predictions/, ...: it would replace
     it, and the run's --overwrite would delete it) or lies in a saved model's folder (config.json replaced by
-    metrics left the model unloadable)."""
+    metrics left the model unloadable), or that cannot be written (atomic.check_place: a file where a folder of it
+    would be made, a folder this user may not write in). For Python callers too: said before any row is read."""
     from pathlib import Path
 
+    check_place(output, "--output")
     target = Path(output).resolve()
     for folder in target.parents:
         if (folder / METADATA_FILE).is_file():
