@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
 import json
 import re
@@ -19,6 +20,7 @@ from conftest import fast_options
 import tuneloop
 from tuneloop import TrainConfig, TuneloopError
 from tuneloop.report import hub_id, write_model_card, write_report
+from tuneloop.report.run import read_run
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -190,6 +192,28 @@ def test_report_without_predictions_says_so_and_drops_an_old_confusion_plot(tiny
     assert "no saved predictions" in text
     assert not (copy / "plots" / "confusion_validation.png").exists()
     assert (copy / "plots" / "loss.png").is_file()
+
+
+@pytest.mark.parametrize("edit, said", [
+    ({"eval": 1.0}, "'eval' is a number, not an object as tuneloop writes it"),              # TypeError before
+    ({"train": 3}, "'train' is a number, not an object"),                                     # AttributeError
+    ({"decision": 3, "timeline": "x", "best": 2}, "'decision' is a number, not an object"),   # TypeError
+    ({"eval": {"accuracy": "high", "f1": 0.5}}, "eval has 'accuracy' that are not numbers"),
+    ({"eval_splits": {"dev2": [1]}}, "eval_splits.dev2 is not an object of metrics"),
+])
+def test_a_hand_edited_results_json_is_noted_and_the_rest_reported(tiny_run, tmp_path, edit, said):
+    out, _ = tiny_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("model", "plots", "report.html"))
+    results = json.loads((copy / "results.json").read_text())
+    (copy / "results.json").write_text(json.dumps({**results, **edit}))
+    text = html.unescape(check_self_contained(write_report(copy))[0])
+    assert said in text and "it is left out" in text
+    assert "Learning rate" in text                      # metrics.jsonl's curves are still there
+    for key in set(results) - set(edit) - {"eval"}:     # the untouched sections are kept
+        assert key in read_run(copy).results
+    (copy / "results.json").write_text('["not", "an", "object"]')
+    assert "results.json holds a list, not the object tuneloop writes" in check_self_contained(write_report(copy))[0]
 
 
 # ---------------------------------------------------------------------------------------------- written by hand

@@ -132,6 +132,52 @@ def _read_predictions(folder: Path) -> dict:
     return out
 
 
+# The shape tuneloop writes each results.json section in (training/reporting.py, experiments/): a section of
+# another shape (a file edited by hand) is left out with a note, as a file that does not parse is.
+SECTION_SHAPES = {**dict.fromkeys(("eval", "train", "data", "best", "per_class", "decision", "label_issues",
+                                   "timeline", "setfit", "auto", "distillation", "target_scale",
+                                   "validation_split", "eval_splits", "baseline"), (dict, type(None))),
+                  **dict.fromkeys(("task", "model", "main_metric", "problem_type", "output_dir", "collapsed"),
+                                  (str, type(None))),
+                  "labels": (list, type(None)), "warnings": (list, type(None)), "stopped_early": (bool, type(None))}
+JSON_NAMES = {dict: "an object", list: "a list", str: "a text", bool: "true or false", int: "a number",
+              float: "a number", type(None): "null"}
+
+
+def _checked_results(results, notes: list) -> dict | None:
+    """results.json's sections that have the shape tuneloop writes (SECTION_SHAPES; the metrics of `eval` and of
+    each `eval_splits` split numbers); the others left out, each with a note naming it."""
+    if results is None:
+        return None
+    if not isinstance(results, dict):
+        notes.append(f"results.json holds {JSON_NAMES.get(type(results), type(results).__name__)}, not the object "
+                     "tuneloop writes; it is left out.")
+        return None
+    kept = {}
+    for key, value in results.items():
+        shapes = SECTION_SHAPES.get(key)
+        if shapes is not None and not isinstance(value, shapes):
+            notes.append(f"results.json: {key!r} is {JSON_NAMES.get(type(value), type(value).__name__)}, not "
+                         f"{JSON_NAMES[shapes[0]]} as tuneloop writes it; it is left out.")
+            continue
+        kept[key] = value
+    for where, metrics in [("eval", kept.get("eval"))] + [(f"eval_splits.{split}", value) for split, value in
+                                                         (kept.get("eval_splits") or {}).items()]:
+        if metrics is None:
+            continue
+        wrong = [name for name, v in (metrics.items() if isinstance(metrics, dict) else ())
+                 if isinstance(v, bool) or not isinstance(v, (int, float))]
+        if not isinstance(metrics, dict) or wrong:
+            notes.append(f"results.json: {where} " + (f"has {', '.join(map(repr, wrong[:3]))} that are not numbers"
+                                                      if wrong else "is not an object of metrics") +
+                         "; it is left out.")
+            if where == "eval":
+                kept.pop("eval")
+            else:
+                kept["eval_splits"] = {k: v for k, v in kept["eval_splits"].items() if f"eval_splits.{k}" != where}
+    return kept
+
+
 def read_run(run_dir: str | os.PathLike) -> Run:
     folder = Path(run_dir)
     if not folder.is_dir():
@@ -142,8 +188,7 @@ def read_run(run_dir: str | os.PathLike) -> Run:
                             + not_one_run(folder))
     run = Run(folder)
     run.records = _read_metrics(folder / METRICS_FILE, run.notes)
-    results = _read_json(folder / RESULTS_FILE, run.notes, "results.json")
-    run.results = results if isinstance(results, dict) else None
+    run.results = _checked_results(_read_json(folder / RESULTS_FILE, run.notes, "results.json"), run.notes)
     if (folder / CONFIG_FILE).is_file():
         import yaml
 
