@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "tuneloop"
 
 # the packages of ARCHITECTURE.md, bottom first: a module imports only from its own package or those below it; the
 # top level holds the shared vocabulary (bottom) and the public API (top) only
-SHARED = ["version", "exceptions", "atomic", "tasks", "layout", "extras", "sample_data"]
+SHARED = ["version", "exceptions", "atomic", "tasks", "layout", "extras", "sheets", "sample_data"]
 PACKAGES = ["runtime", "objective", "config", "data", "model", "evaluation", "decision", "predict", "analysis", "report", "training",
             "experiments", "deploy"]
 API = ["api", "sklearn", "cli", "__init__", "__main__"]

@@ -538,3 +538,36 @@ def test_an_excel_workbook_is_read_as_a_csv_file_is(tmp_path, caplog):
     (tmp_path / "fake.xlsx").write_text("not a workbook")
     with pytest.raises(DataError, match=r"fake\.xlsx: not a readable \.xlsx workbook"):
         list(iter_rows(str(tmp_path / "fake.xlsx")))
+
+
+def test_a_data_path_can_name_a_workbooks_sheet(tmp_path):
+    import openpyxl
+
+    from tuneloop.data.readers import file_columns, format_suffix, iter_rows
+    from tuneloop.sheets import is_data_file, sheet_path
+
+    book = openpyxl.Workbook()
+    book.active.append(["first"])
+    book.active.append(["1"])
+    dev = book.create_sheet("dev #2")                       # a sheet name may hold the mark itself
+    dev.append(["text", "label"])
+    dev.append(["the cat", "yes"])
+    empty = book.create_sheet("empty")
+    empty.append(["text", "label"])
+    book.save(tmp_path / "b.xlsx")
+    path = str(tmp_path / "b.xlsx")
+    assert sheet_path(f"{path}#dev #2") == (path, "dev #2") and format_suffix(f"{path}#dev #2") == ".xlsx"
+    assert list(iter_rows(f"{path}#dev #2")) == [(2, {"text": "the cat", "label": "yes"})]
+    assert list(iter_rows(f"{path}#DEV #2")) == list(iter_rows(f"{path}#dev #2"))     # case as the user types it
+    assert file_columns(f"{path}#dev #2") == ["text", "label"] and file_columns(path) == ["first"]
+    assert is_data_file(f"{path}#anything") and not is_data_file(str(tmp_path / "no.xlsx#dev"))
+    with pytest.raises(DataError, match=r"#nope: the workbook has no sheet named 'nope'; its sheets: 'Sheet', "
+                                        r"'dev #2', 'empty' \(name one after #, e.g. .*b\.xlsx#Sheet\)"):
+        list(iter_rows(f"{path}#nope"))
+    with pytest.raises(DataError, match=r"#empty: no data rows \(the sheet 'empty' holds only its header row\)"):
+        list(iter_rows(f"{path}#empty"))
+    odd = tmp_path / "b.xlsx#rows.csv"                      # a file whose whole name is that is that file
+    odd.write_text("text,label\nthe dog,no\n")
+    assert sheet_path(str(odd)) == (str(odd), None) and list(iter_rows(str(odd))) == [(2, {"text": "the dog",
+                                                                                            "label": "no"})]
+    assert sheet_path("rows.csv#x") == ("rows.csv#x", None)  # only workbooks have sheets

@@ -127,6 +127,17 @@ def fill_workdir(folder: Path) -> None:
     write_csv(folder / "reports.csv", ["text", "label"],
               [[f"{'alpha' if i % 2 else 'beta'} " + sentence(rng, 300), "alpha" if i % 2 else "beta"]
                for i in range(16)])
+    import openpyxl
+
+    book = openpyxl.Workbook()                                 # one workbook, a sheet per split
+    book.active.title = "train"
+    for name, n in (("train", 48), ("dev", 16), ("new rows", 6)):
+        sheet = book.active if name == "train" else book.create_sheet(name)
+        sheet.append(["text", "label"] if name != "new rows" else ["text"])
+        for i in range(n):
+            text = f"{sentence(rng, 4)} {'great' if i % 2 else 'awful'} film"
+            sheet.append([text, "positive" if i % 2 else "negative"] if name != "new rows" else [text])
+    book.save(folder / "book.xlsx")
     pairs = [keyword_pair(rng) for _ in range(6)]
     write_csv(folder / "pairs.csv", ["sentence1", "sentence2"], [[a, b] for _, a, b in pairs])
     write_mrpc_folder(folder / "glue_data" / "MRPC", n_train=40, n_dev=16, n_test=8)

@@ -265,3 +265,48 @@ def test_multi_label_from_json_lists(tiny_model, tmp_path):
                                          output_dir=str(tmp_path / "r"),
                                          **fast_options(tiny_model, max_steps=2)))
     assert results["labels"] == ["alpha", "beta", "gamma"] and "f1_micro" in results["eval"]
+
+
+def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_model, tmp_path, capsys,
+                                                                          monkeypatch):
+    """book.xlsx#train names a sheet: the run equals the same rows given as CSV files, predict reads another sheet,
+    and nothing writes over the workbook."""
+    import openpyxl
+
+    train, dev, new = (write_topics(tmp_path / f"{n}.csv", size, seed) for n, size, seed in
+                       (("train", 120, 1), ("dev", 30, 2), ("new", 12, 3)))
+    book = openpyxl.Workbook()
+    book.active.title = "read me"                                  # the first sheet holds no rows
+    book.active.append(["these sheets hold the topics"])
+    for name, path in (("train", train), ("dev", dev), ("new rows", new)):
+        sheet = book.create_sheet(name)
+        for row in csv.reader(open(path, newline="")):
+            sheet.append(row)
+    workbook = tmp_path / "book.xlsx"
+    book.save(workbook)
+    before = workbook.read_bytes()
+    options = fast_options(tiny_model, epochs=4, label_column="topic")
+    sheets = tuneloop.train(train_file=f"{workbook}#train", validation_file=f"{workbook}#Dev",   # case as typed
+                            output_dir=str(tmp_path / "sheets"), **options)
+    files = tuneloop.train(train_file=str(train), validation_file=str(dev), output_dir=str(tmp_path / "files"),
+                           **options)
+    assert sheets["eval"] == files["eval"] and sheets["eval"]["accuracy"] > 0.6            # chance is 1/3
+    assert sheets["data"]["train"]["rows"] == files["data"]["train"]["rows"] == 120
+    model = str(tmp_path / "sheets")
+    monkeypatch.chdir(tmp_path / "sheets")                           # predict writes in the current folder
+    assert main(["predict", "--model", model, "--input", f"{workbook}#new rows", "--quiet"]) == 0
+    written = tmp_path / "sheets" / "book.new rows.predictions.tsv"  # the default name says the sheet
+    rows = list(csv.DictReader(open(written), delimiter="\t"))
+    assert [r["id"] for r in rows] == [f"doc{i}" for i in range(12)] and all(r["label"] in TOPICS for r in rows)
+    capsys.readouterr()
+    for argv, said in ((["predict", "--model", model, "--input", f"{workbook}#nope"],
+                        f"{workbook}#nope: the workbook has no sheet named 'nope'; its sheets: 'read me', 'train', "
+                        "'dev', 'new rows'"),
+                       (["evaluate", model, "--validation-file", f"{workbook}#dev", "--output", str(workbook)],
+                        "is the --validation-file whose rows are evaluated"),
+                       (["predict", "--model", model, "--input", f"{workbook}#new rows", "--output", str(workbook),
+                         "--overwrite"], "is the --input file")):
+        assert main([*argv, "--quiet"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and len(err.splitlines()) == 1, err
+    assert workbook.read_bytes() == before

@@ -150,6 +150,7 @@ def cmd_predict(ns) -> int:
     from ..predict.evaluate import check_output, keep_columns_of, predict_file
     from ..predict.rows import STDOUT, check_output_name
     from ..runtime.process import command_scope
+    from ..sheets import data_file, is_data_file
 
     if ns.texts and ns.input:
         raise TuneloopError("give either --input FILE or text arguments, not both")
@@ -157,14 +158,14 @@ def cmd_predict(ns) -> int:
         raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} (quote each text)")
     if not ns.texts and not ns.input:
         raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
-    if ns.input and not Path(ns.input).is_file():
+    if ns.input and not is_data_file(ns.input):                    # book.xlsx#new: a sheet of the workbook
         raise TuneloopError(f"--input {ns.input}: " + ("is a folder; give the file to label" if
                                                        Path(ns.input).is_dir() else "no such file"))
     if ns.batch_size is not None and ns.batch_size < 1:
         raise TuneloopError(f"--batch-size: must be at least 1, got {ns.batch_size}")
-    output = ns.output or (f"{Path(ns.input).stem}.predictions.tsv" if ns.input else None)
+    output = ns.output or (default_output(ns.input) if ns.input else None)
     if output and output != STDOUT:                                 # a file: -, standard output, needs no check
-        if ns.input and same_file(output, ns.input):                 # --overwrite or not: the texts would be lost
+        if ns.input and same_file(output, data_file(ns.input)):     # --overwrite or not: the texts would be lost
             raise TuneloopError(f"--output {output}: is the --input file, whose texts the predictions would replace; "
                                 "choose another name")
         if Path(output).exists() and not ns.overwrite:
@@ -249,6 +250,17 @@ def cmd_serve(ns) -> int:
     serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,
           ns.max_body_kb, ns.threads, ns.precision)
     return 0
+
+
+def default_output(input_path: str) -> str:
+    """predict's --output when none is given: reviews.predictions.tsv beside nothing, in the current folder
+    (book.new.predictions.tsv for the sheet book.xlsx#new)."""
+    from pathlib import Path
+
+    from ..sheets import sheet_path
+
+    file, sheet = sheet_path(input_path)
+    return f"{Path(file).stem}{'.' + sheet if sheet else ''}.predictions.tsv"
 
 
 def cmd_inspect(ns) -> int:

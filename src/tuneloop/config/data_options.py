@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..exceptions import ConfigError
+from ..sheets import is_data_file
 from ..tasks import PROBLEM_TYPES as _KNOWN_PROBLEM_TYPES
 from .fields import WITH_EVALUATE, need, need_choices, opt
 
@@ -115,7 +116,7 @@ class DataOptions:
                 raise ConfigError(f"{name}: the data was {path}, a table from Python: pass it again "
                                   "(clf.evaluate(df); tuneloop.train(train=..., resume=...)) or give a file")
             if isinstance(path, (str, os.PathLike)):                      # else a table from Python (data/memory)
-                need(Path(path).is_file(), name, f"{path} does not exist or is not a file")
+                need(is_data_file(path), name, f"{path} does not exist or is not a file")   # book.xlsx#dev: a sheet
         if self.data_dir and (self.train_file or self.validation_file):
             raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
         return self

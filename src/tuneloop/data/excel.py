@@ -1,7 +1,8 @@
-"""Excel workbooks (.xlsx, the `excel` extra: openpyxl) read as a CSV file is: the first sheet's first row names the
+"""Excel workbooks (.xlsx, the `excel` extra: openpyxl) read as a CSV file is: the sheet's first row names the
 columns, each later row is a row, its position the sheet's row number (the header is row 1), every cell as text
 (whole numbers without ".0", dates as ISO text: 2020-01-02). Rows whose every cell is empty are left out: a
-sheet's formatting can reach far below its data."""
+sheet's formatting can reach far below its data. The first sheet unless the path names one: `book.xlsx#dev` is the
+sheet "dev" of book.xlsx (`sheet_path`), so one workbook can hold the training and validation rows."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Iterator
 
 from .. import extras
 from ..exceptions import DataError
+from ..sheets import SHEET_MARK, sheet_path
 
 log = logging.getLogger("tuneloop")
 
@@ -32,7 +34,7 @@ def _header(path: str, cells: tuple) -> list[str]:
     while names and not names[-1]:
         names.pop()                                   # empty cells after the last column name
     if not names:
-        raise DataError(f"{path}: the first sheet's first row is empty; it needs the column names")
+        raise DataError(f"{path}: the sheet's first row is empty; it needs the column names")
     blank = next((i for i, n in enumerate(names) if not n), None)
     if blank is not None:
         raise DataError(f"{path}: row 1, column {_column_letter(blank)}: no column name; name every column")
@@ -51,18 +53,30 @@ def _column_letter(index: int) -> str:
 
 
 def excel_rows(path: str, header_only: bool = False) -> Iterator[tuple[int, dict]]:
-    """(sheet row, {column: text}) of the first sheet; with `header_only`, one (1, {column: ""}) and no more."""
+    """(sheet row, {column: text}) of the sheet `path` names (book.xlsx#dev), else of the first; with
+    `header_only`, one (1, {column: ""}) and no more."""
     extras.require("excel")
     from openpyxl import load_workbook
 
+    file, wanted = sheet_path(path)
     try:
-        book = load_workbook(path, read_only=True, data_only=True)
+        book = load_workbook(file, read_only=True, data_only=True)
     except Exception as e:  # noqa: BLE001 - openpyxl raises several types for a file that is not a workbook
-        raise DataError(f"{path}: not a readable .xlsx workbook ({type(e).__name__}: {e})") from None
+        raise DataError(f"{file}: not a readable .xlsx workbook ({type(e).__name__}: {e})") from None
     try:
-        sheet = book.worksheets[0]
-        if len(book.worksheets) > 1 and not header_only:
-            log.info(f"{path}: {len(book.worksheets)} sheets; reading the first, {sheet.title!r}")
+        titles = [ws.title for ws in book.worksheets]
+        if wanted is None:
+            sheet = book.worksheets[0]
+            if len(titles) > 1 and not header_only:
+                log.info(f"{path}: {len(titles)} sheets; reading the first, {sheet.title!r} (another: "
+                         f"{file}{SHEET_MARK}{titles[1]})")
+        else:
+            same = [t for t in titles if t == wanted] or [t for t in titles if t.casefold() == wanted.casefold()]
+            if len(same) != 1:
+                raise DataError(f"{path}: the workbook has no sheet named {wanted!r}; its sheets: "
+                                f"{', '.join(map(repr, titles))} (name one after {SHEET_MARK}, e.g. "
+                                f"{file}{SHEET_MARK}{titles[0]})")
+            sheet = book[same[0]]
         rows = sheet.iter_rows(values_only=True)
         header = _header(path, next(rows, ()))
         if header_only:
@@ -76,6 +90,6 @@ def excel_rows(path: str, header_only: bool = False) -> Iterator[tuple[int, dict
             seen += 1
             yield number, dict(zip(header, values, strict=True))
         if not seen:
-            raise DataError(f"{path}: no data rows (the first sheet holds only its header row)")
+            raise DataError(f"{path}: no data rows (the sheet {sheet.title!r} holds only its header row)")
     finally:
         book.close()

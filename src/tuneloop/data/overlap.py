@@ -11,6 +11,7 @@ import logging
 import os
 
 from ..atomic import same_file
+from ..sheets import sheet_path
 
 log = logging.getLogger("tuneloop")
 
@@ -39,8 +40,11 @@ def shared_rows(train, evaluation) -> tuple[int, str | None]:
 def given_twice(train_source: str | None, validation_source: str | None) -> bool:
     """Whether --validation-file names the training file itself (not a split of it; tables from Python are not
     files)."""
-    return bool(train_source and validation_source and os.path.isfile(train_source)
-                and os.path.isfile(validation_source) and same_file(train_source, validation_source))
+    if not (train_source and validation_source):
+        return False
+    (train, train_sheet), (validation, validation_sheet) = sheet_path(train_source), sheet_path(validation_source)
+    return (os.path.isfile(train) and os.path.isfile(validation) and same_file(train, validation)
+            and train_sheet == validation_sheet)         # two sheets of one workbook are two sets of rows
 
 
 def check_overlap(train, evaluation: dict, sources: dict, held_out: bool) -> dict:

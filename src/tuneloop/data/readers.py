@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..exceptions import DataError
+from ..sheets import data_file
 
 log = logging.getLogger("tuneloop")
 
@@ -87,8 +88,9 @@ COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 
 
 def format_suffix(path: str | os.PathLike) -> str:
-    """The suffix that says the format, lower-cased: data.csv.gz is .csv, and so is data.zip holding data.csv."""
-    path = Path(str(path))
+    """The suffix that says the format, lower-cased: data.csv.gz is .csv, and so is data.zip holding data.csv;
+    book.xlsx#dev (a sheet of it) is .xlsx."""
+    path = Path(data_file(path))
     if path.suffix.lower() == ".zip" and len(path.suffixes) == 1 and path.is_file():
         return Path(_zip_member(str(path)).filename).suffix.lower()
     if path.suffix.lower() in COMPRESSED and len(path.suffixes) > 1:

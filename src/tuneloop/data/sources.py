@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..exceptions import DataError
+from ..sheets import SHEET_MARK, sheet_path
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
 from .memory import Table
 from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
@@ -118,8 +119,9 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
         fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, path.fingerprint])
         gen_kwargs["path"] = path
     else:
-        stat = os.stat(path)
-        gen_kwargs["path"] = str(Path(path).resolve())
+        file, sheet = sheet_path(path)           # book.xlsx#dev: the workbook's file, its sheet in the path
+        stat = os.stat(file)
+        gen_kwargs["path"] = str(Path(file).resolve()) + (SHEET_MARK + sheet if sheet else "")
         fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
     features = datasets.Features({"idx": datasets.Value("int64"), "pos": datasets.Value("int64"),
                                   "id": datasets.Value("string"),

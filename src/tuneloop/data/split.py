@@ -13,6 +13,7 @@ import numpy as np
 from ..exceptions import DataError
 from ..layout import SPLIT_FILE
 from ..objective import MultiLabel, Regression, SingleLabel
+from ..sheets import data_file
 from .labels import LabelSchema, _as_float, _split_labels
 
 RARE = "(rare)"                    # strata with a single row share one stratum
@@ -123,7 +124,7 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
 
 def file_signature(path: str) -> list | None:
     try:
-        stat = os.stat(path)
+        stat = os.stat(data_file(path))
     except OSError:
         return None
     return [stat.st_size, stat.st_mtime_ns]

@@ -16,9 +16,17 @@ from pathlib import Path
 import numpy as np
 
 from ..data.labels import LabelSchema, _split_labels
-from ..data.readers import FORMATS, detect_columns, file_columns, format_suffix, iter_rows, position_word
+from ..data.readers import (
+    FORMATS,
+    detect_columns,
+    file_columns,
+    format_suffix,
+    iter_rows,
+    position_word,
+)
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
+from ..sheets import is_data_file
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
 log = logging.getLogger("tuneloop")
@@ -35,7 +43,7 @@ class Texts:
 
 
 def is_soft_label_file(teacher: str) -> bool:
-    return Path(teacher).is_file() and format_suffix(teacher) in FORMATS
+    return is_data_file(teacher) and format_suffix(teacher) in FORMATS
 
 
 def read_texts(path, text_columns, label_column, labelled: bool) -> Texts:

@@ -17,6 +17,7 @@ from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
+from ..sheets import data_file
 from .rows import STDOUT, check_output_name, keep_columns, with_input, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
@@ -80,7 +81,7 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     if output:
         check_output(output)
     for name in ("validation_file", "train_file", "test_file"):          # a recorded file, or one given
-        if output and isinstance(path := getattr(config, name, None), str) and same_file(output, path):
+        if output and isinstance(path := getattr(config, name, None), str) and same_file(output, data_file(path)):
             raise ConfigError(f"--output {output}: is the --{name.replace('_', '-')} whose rows are evaluated; the "
                               "metrics would replace them: choose another name")
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
