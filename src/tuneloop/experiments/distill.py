@@ -24,10 +24,19 @@ from ..atomic import atomic_write_json, atomic_write_text, make_folder
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, TuneloopError
-from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
-                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
+from ..layout import (
+    CONFIG_FILE,
+    DISTILL_DIR,
+    DISTILL_SETUP,
+    DISTILL_TABLE,
+    LABELS_ONLY_DIR,
+    RESULTS_FILE,
+    SOFT_TARGETS_FILE,
+    STUDENT_INIT_DIR,
+)
 from ..runtime import machine
 from ..runtime.process import console_logging, library_output
+from ..sheets import is_data_file
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
 from ..training.state import optimizer_steps_per_epoch
@@ -80,7 +89,7 @@ def check_options(cfg: TrainConfig) -> None:
         raise ConfigError("--unlabeled-file: give the texts the teacher labels (or a soft-label file as --teacher)")
     if file_teacher and cfg.unlabeled_file:
         raise ConfigError("--unlabeled-file: a soft-label file as --teacher brings its own texts; leave it out")
-    if cfg.unlabeled_file and not Path(cfg.unlabeled_file).is_file():
+    if cfg.unlabeled_file and not is_data_file(cfg.unlabeled_file):       # book.xlsx#unlabelled: a sheet
         raise ConfigError(f"--unlabeled-file: {cfg.unlabeled_file} does not exist or is not a file")
     if cfg.student_init == "teacher" and not cfg.student_layers:
         raise ConfigError("--student-init teacher: give --student-layers N too (the student is N of the teacher's "
