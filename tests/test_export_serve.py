@@ -148,7 +148,7 @@ def test_export_and_predict_never_replace_the_model_or_the_users_files(run_dir, 
     assert "the second text is empty; quote the example's text(s)" in capsys.readouterr().err
     assert main(["predict", "--model", str(run_dir), "--input", str(tmp_path)]) == 2   # said "no such file"
     assert f"--input {tmp_path}: is a folder; give the file to label" in capsys.readouterr().err
-    for name, glue, said in (("p.txt", [], "use a .csv, .tsv or .jsonl file name"),      # said after predicting
+    for name, glue, said in (("p.txt", [], "use a .csv, .tsv, .jsonl or .xlsx file name"),      # said after predicting
                              ("p.csv", ["--glue"], "--glue writes GLUE's tab-separated submission file; name it")):
         assert main(["predict", "--model", str(run_dir), "--input", str(data), "--output", str(tmp_path / name),
                      *glue, "--quiet"]) == 2                              # a .csv name got tabs with --glue

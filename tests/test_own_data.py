@@ -310,3 +310,38 @@ def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_
         err = capsys.readouterr().err.strip()
         assert said in err and len(err.splitlines()) == 1, err
     assert workbook.read_bytes() == before
+
+
+def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_run, tmp_path, capsys):
+    import openpyxl
+
+    _, out, _ = topic_run
+    model = str(out / "model")
+    new = tmp_path / "new.csv"
+    write_topics(new, 10, 4)
+    lines = new.read_text().splitlines()
+    lines[1] = 'doc0,"=HYPERLINK(""http://x"",""sport"") sport",sport'      # a text that Excel would run
+    new.write_text("\n".join(lines) + "\n")
+    for name in ("p.tsv", "p.xlsx"):
+        assert main(["predict", "--model", model, "--input", str(new), "--output", str(tmp_path / name),
+                     "--quiet"]) == 0
+    tsv = list(csv.DictReader(open(tmp_path / "p.tsv", newline=""), delimiter="\t"))
+    sheet = openpyxl.load_workbook(tmp_path / "p.xlsx").active
+    header, *cells = list(sheet.iter_rows())
+    assert [c.value for c in header] == list(tsv[0])
+    for row, cells_of in zip(tsv, cells, strict=True):
+        for (name, text), cell in zip(row.items(), cells_of, strict=True):
+            if name.startswith("prob_"):
+                assert cell.data_type == "n" and cell.value == float(text)   # numbers a sheet can sum
+            else:
+                assert cell.data_type == "s" and cell.value == text          # the formula-looking text too
+    assert cells[0][[c.value for c in header].index("text")].value.startswith("=HYPERLINK")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "the dog sport", "note": "a\x01b"}) + "\n")
+    assert main(["predict", "--model", model, "--input", str(bad), "--output", str(tmp_path / "b.xlsx"),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "row 2, column 'note': a control character an Excel cell cannot hold; write a .csv" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "b.xlsx").exists()
+    assert main(["predict", "--model", model, "--input", str(bad), "--output", str(tmp_path / "b.xlsx"),
+                 "--quiet", "--keep-columns", "none"]) == 0              # as the message says

@@ -111,7 +111,8 @@ def add_predict(sub) -> None:
         help="label a file, or one example given as arguments",
         formatter_class=_formatter,
         description="Predict with a saved model: "
-        "`--input FILE [--output FILE]` for a file (csv/tsv/json/jsonl/parquet), or quoted "
+        "`--input FILE [--output FILE]` for a file (csv/tsv/json/jsonl/parquet/xlsx, a sheet as book.xlsx#name), "
+        "or quoted "
         'text(s) for one example: tuneloop predict --model DIR "first" ["second"]',
     )
     p.add_argument("texts", nargs="*", metavar="TEXT", help="one example: its text, or its two texts")
@@ -120,7 +121,8 @@ def add_predict(sub) -> None:
     p.add_argument(
         "--output",
         metavar="FILE",
-        help="predictions file: .csv, .tsv or .jsonl, or - for standard output as JSON Lines (default: <input "
+        help="predictions file: .csv, .tsv, .jsonl or .xlsx (the [excel] extra), or - for standard output as JSON "
+        "Lines (default: <input "
         "name>.predictions.tsv in the current folder)",
     )
     p.add_argument("--glue", action="store_true", help="write GLUE's submission layout: index<TAB>prediction")

@@ -93,3 +93,58 @@ def excel_rows(path: str, header_only: bool = False) -> Iterator[tuple[int, dict
             raise DataError(f"{path}: no data rows (the sheet {sheet.title!r} holds only its header row)")
     finally:
         book.close()
+
+
+EXCEL_CELL_LIMIT = 32_767        # characters an Excel cell holds
+
+
+def workbook_bytes(rows: list[dict], where: str, sheet_title: str = "predictions") -> bytes:
+    """An .xlsx workbook of `rows` (one sheet, a header of the first row's keys): numbers as numbers, JSON objects
+    and lists as JSON text, nothing as an empty cell, every text as text (a text that starts with "=" is not
+    made a formula). A text Excel cannot hold (over 32,767 characters, a control character) is a TuneloopError
+    naming its row and column: `where` (e.g. "--output p.xlsx") starts the message."""
+    import io
+    import json
+    import math
+
+    extras.require("excel")
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
+    from ..exceptions import TuneloopError
+
+    names = list(rows[0]) if rows else ["id"]
+    table, texts = [], []                    # every cell checked before the workbook is made (it holds a temp file)
+    for number, row in enumerate(rows, start=2):
+        cells = []
+        for name in names:
+            value = row.get(name)
+            if value is None or (isinstance(value, float) and math.isnan(value)):
+                cells.append(None)
+                continue
+            if isinstance(value, (bool, int, float)):
+                cells.append(value if not isinstance(value, float) or math.isfinite(value) else str(value))
+                continue
+            text = json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) \
+                else str(value)
+            if len(text) > EXCEL_CELL_LIMIT or ILLEGAL_CHARACTERS_RE.search(text):
+                why = (f"{len(text):,} characters; an Excel cell holds at most {EXCEL_CELL_LIMIT:,}"
+                       if len(text) > EXCEL_CELL_LIMIT else "a control character an Excel cell cannot hold")
+                raise TuneloopError(f"{where}: row {number}, column {name!r}: {why}; write a .csv, .tsv or .jsonl "
+                                    "file instead (or --keep-columns without that column)")
+            texts.append((len(table), len(cells)))
+            cells.append(text)
+        table.append(cells)
+    book = Workbook(write_only=True)
+    sheet = book.create_sheet(sheet_title)
+    sheet.append(names)
+    for r, c in texts:
+        cell = WriteOnlyCell(sheet, value=table[r][c])
+        cell.data_type = "s"                         # text as text: "=cmd|..." is not a formula
+        table[r][c] = cell
+    for cells in table:
+        sheet.append(cells)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()

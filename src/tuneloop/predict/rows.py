@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_write_text
+from .. import extras
+from ..atomic import atomic_write_bytes, atomic_write_text
+from ..data.excel import workbook_bytes
 from ..data.readers import csv_dialect
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
@@ -125,20 +127,22 @@ STDOUT = "-"          # --output -: the predictions on standard output, JSON Lin
 
 
 def check_output_name(path: str, glue: bool = False) -> None:
-    """A predictions file is named .csv, .tsv or .jsonl (its format); --glue's is GLUE's tab-separated .tsv (a .csv
-    name got tabs). Checked before any prediction is made."""
+    """A predictions file is named .csv, .tsv, .jsonl or .xlsx (its format); --glue's is GLUE's tab-separated .tsv
+    (a .csv name got tabs). Checked before any prediction is made."""
     if path == STDOUT:
         return
     suffix = Path(path).suffix.lower()
     if glue and suffix != ".tsv":
         raise TuneloopError(f"--output {path}: --glue writes GLUE's tab-separated submission file; name it .tsv "
                             "(e.g. MRPC.tsv)")
-    if not glue and suffix not in (".csv", ".tsv", ".jsonl"):
-        raise TuneloopError(f"--output {path}: use a .csv, .tsv or .jsonl file name (or --glue)")
+    if not glue and suffix not in (".csv", ".tsv", ".jsonl", ".xlsx"):
+        raise TuneloopError(f"--output {path}: use a .csv, .tsv, .jsonl or .xlsx file name (or --glue)")
+    if suffix == ".xlsx":
+        extras.require("excel")                      # said before any prediction
 
 
 def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None) -> None:
-    """csv / tsv / jsonl by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically; `-`:
+    """csv / tsv / jsonl / xlsx by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically; `-`:
     standard output, as JSON Lines."""
     check_output_name(path, glue)
     if glue:
@@ -146,6 +150,9 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
                                                 for r in rows)
     else:
         suffix = ".jsonl" if path == STDOUT else Path(path).suffix.lower()
+        if suffix == ".xlsx":                                   # a workbook: bytes, written as the others are
+            atomic_write_bytes(path, workbook_bytes(rows, f"--output {path}"))
+            return
         if suffix == ".jsonl":
             text = "".join(_json_line(r) for r in rows)
         else:
