@@ -253,8 +253,8 @@ def cmd_serve(ns) -> int:
 
 
 def default_output(input_path: str) -> str:
-    """predict's --output when none is given: reviews.predictions.tsv beside nothing, in the current folder
-    (book.new.predictions.tsv for the sheet book.xlsx#new)."""
+    """predict's --output when none is given, in the current folder: reviews.predictions.tsv for reviews.csv,
+    book.new.predictions.tsv for the sheet book.xlsx#new."""
     from pathlib import Path
 
     from ..sheets import sheet_path
