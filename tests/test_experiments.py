@@ -141,8 +141,16 @@ def space(tmp_path):
 
 
 def test_search_keeps_the_best_trials_best_checkpoint(tiny_model, train_csv, tmp_path, space, capsys):
+    import optuna
+
     out = tmp_path / "search"
-    assert main(search_args(tiny_model, train_csv, out, space, 4, "--pruner", "median")) == 0
+    before = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.DEBUG)              # the caller's level, given back after
+    try:
+        assert main(search_args(tiny_model, train_csv, out, space, 4, "--pruner", "median")) == 0
+        assert optuna.logging.get_verbosity() == optuna.logging.DEBUG   # it was left at WARNING
+    finally:
+        optuna.logging.set_verbosity(before)
     summary = json.loads((out / "search.json").read_text())
     assert summary["finished"] == 4 and len({t["folder"] for t in summary["trials"]}) == 4
     best = summary["best"]

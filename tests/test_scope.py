@@ -115,3 +115,27 @@ def test_the_notebook_stop_button_saves_a_checkpoint_and_the_kernel_trains_on(ti
     whole = tuneloop.train(**options, output_dir=str(tmp_path / "whole"))
     assert resumed["resumed_from"].endswith("step-0000004")
     assert resumed["eval"] == pytest.approx(whole["eval"], abs=1e-6)
+
+
+def test_the_label_issue_ranking_leaves_the_processs_warning_filters_as_they_were(tmp_path):
+    """cleanlab's import runs warnings.filterwarnings("ignore"): imported as tuneloop imports it (a fresh process, so
+    that no earlier test has imported it), every warning of the caller's process stayed silenced after a run."""
+    import subprocess
+    import sys
+
+    script = (
+        "import warnings, numpy as np\n"
+        "from tuneloop.analysis.label_issues import rank\n"
+        "from tuneloop.objective import objective_for\n"
+        "from tuneloop.data.labels import LabelSchema\n"
+        "before = list(warnings.filters)\n"
+        "probs = np.tile([[0.8, 0.2], [0.3, 0.7]], (10, 1))\n"
+        "order, confidence, flags = rank(np.array([0, 1] * 10), probs,\n"
+        "                                objective_for(LabelSchema('single_label_classification', ['a', 'b'])))\n"
+        "import cleanlab.filter  # noqa: F401  (imported by rank)\n"
+        "assert flags is not None, 'cleanlab did not run'\n"
+        "assert list(warnings.filters) == before, [f for f in warnings.filters if f not in before]\n"
+        "print('same')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONWARNINGS": ""})
+    assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]

@@ -41,9 +41,11 @@ def rank(given: np.ndarray, probs: np.ndarray, objective: Objective
     confidence = objective.given_confidence(probs, given)
     flags, multi_label = None, objective.multi_label
     try:
-        from cleanlab.filter import find_label_issues
-
         with warnings.catch_warnings():
+            # imported here: cleanlab's import runs warnings.filterwarnings("ignore") (datalab's
+            # spurious_correlation module), which would silence every warning of the user's process from then on
+            from cleanlab.filter import find_label_issues
+
             warnings.simplefilter("ignore")       # cleanlab's own switch: label lists and per-label probabilities
             labels = [list(np.flatnonzero(row)) for row in objective.binarize(given)] if multi_label else given
             pred_probs = probs if multi_label else probs / probs.sum(1, keepdims=True)

@@ -271,8 +271,6 @@ def _drop(folder: Path, *names: str) -> None:
 def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     """Run trials until the study has `options.trials` finished ones; then keep the best and write the summary."""
     import optuna
-    from optuna.study import MaxTrialsCallback
-    from optuna.trial import TrialState
 
     if options.trials < 1:
         raise ConfigError(f"--trials: must be at least 1, got {options.trials}")
@@ -284,7 +282,19 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
                           "new folder")
     if options.resume and not options.storage and not (out / STUDY_JOURNAL).is_file():    # a typo in the folder
         raise ConfigError(f"--resume: {out} holds no search to continue; leave out --resume to start one")
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    before = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)     # for the search: the caller's level is given back
+    try:
+        return run_trials(config, options, out, space, on_step)
+    finally:
+        optuna.logging.set_verbosity(before)
+
+
+def run_trials(config: TrainConfig, options: SearchOptions, out: Path, space: dict, on_step=None) -> dict:
+    """The study opened (or resumed) in `out`, trials run until `options.trials` have finished, then `finish`."""
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
     study = open_study(out, options, config.seed)
     if options.resume:
         if not study.get_trials(deepcopy=False):
