@@ -76,6 +76,23 @@ def test_evaluate_and_predict_take_the_exported_folder(run_dir, exported, tmp_pa
             tuneloop.load(exported, precision=precision)
 
 
+def test_int8_quantization_leaves_the_callers_logging_unconfigured(run_dir, tmp_path):
+    """ONNX Runtime's quantizer logs through logging.info(), which runs logging.basicConfig() on a root logger
+    with no handler: after an export, the caller's own basicConfig(level=INFO) did nothing. A fresh process (pytest
+    gives the root handlers of its own)."""
+    script = (
+        "import logging\n"
+        "from tuneloop.deploy.export import export_model\n"
+        f"export_model({str(run_dir)!r}, {str(tmp_path / 'int8')!r}, 'int8', 0.5, False, True)\n"
+        "assert logging.getLogger().handlers == [], logging.getLogger().handlers\n"
+        "logging.basicConfig(level=logging.INFO, format='mine %(message)s')\n"
+        "logging.getLogger('app').info('configured')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=ROOT,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "mine configured" in done.stderr and (tmp_path / "int8" / "model.onnx").is_file()
+
+
 def test_int8_export_and_the_gate(run_dir, tmp_path, monkeypatch, capsys):
     target = tmp_path / "int8"
     assert main(["export", str(run_dir), "--output", str(target), "--quantize", "int8", "--quiet"]) == 0

@@ -101,9 +101,13 @@ def quantize_int8(source: str | os.PathLike, target: str | os.PathLike) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
+    from ..runtime.process import root_logger_kept
+
     prepared = Path(target).with_suffix(".pre.onnx")
     try:
-        quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
-        quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8, per_channel=True, reduce_range=True)
+        with root_logger_kept():                # its logging.info() calls would configure the caller's logging
+            quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+            quantize_dynamic(str(prepared), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                             reduce_range=True)
     finally:
         prepared.unlink(missing_ok=True)

@@ -92,6 +92,23 @@ def console_logging(quiet: bool, run_log: bool = False):
 
 
 @contextlib.contextmanager
+def root_logger_kept():
+    """For a library call that logs through the module-level `logging.info()` (ONNX Runtime's quantizer does):
+    with no handler on the root logger, that call runs `logging.basicConfig()`, which leaves a handler the caller
+    never asked for, after which the caller's own `basicConfig()` does nothing. Meanwhile the root holds a
+    NullHandler, removed after; a root that has handlers is left alone."""
+    root = logging.getLogger()
+    guard = None if root.handlers else logging.NullHandler()
+    if guard is not None:
+        root.addHandler(guard)
+    try:
+        yield
+    finally:
+        if guard is not None:
+            root.removeHandler(guard)
+
+
+@contextlib.contextmanager
 def random_states():
     """The Python, NumPy and torch random streams as they were before (a run seeds them all)."""
     saved = (random.getstate(), np.random.get_state(), torch.random.get_rng_state(),
