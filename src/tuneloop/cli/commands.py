@@ -142,6 +142,17 @@ def per_class_lines(classes: dict | None, written: bool, most: int = 20) -> list
     return lines
 
 
+def default_output(input_path: str) -> str:
+    """predict's --output when none is given, in the current folder: reviews.predictions.tsv for reviews.csv,
+    book.new.predictions.tsv for the sheet book.xlsx#new."""
+    from pathlib import Path
+
+    from ..sheets import sheet_path
+
+    file, sheet = sheet_path(input_path)
+    return f"{Path(file).stem}{'.' + sheet if sheet else ''}.predictions.tsv"
+
+
 def cmd_predict(ns) -> int:
     from pathlib import Path
 
@@ -250,17 +261,6 @@ def cmd_serve(ns) -> int:
     serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,
           ns.max_body_kb, ns.threads, ns.precision)
     return 0
-
-
-def default_output(input_path: str) -> str:
-    """predict's --output when none is given, in the current folder: reviews.predictions.tsv for reviews.csv,
-    book.new.predictions.tsv for the sheet book.xlsx#new."""
-    from pathlib import Path
-
-    from ..sheets import sheet_path
-
-    file, sheet = sheet_path(input_path)
-    return f"{Path(file).stem}{'.' + sheet if sheet else ''}.predictions.tsv"
 
 
 def cmd_inspect(ns) -> int:

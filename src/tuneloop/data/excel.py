@@ -115,36 +115,36 @@ def workbook_bytes(rows: list[dict], where: str, sheet_title: str = "predictions
     from ..exceptions import TuneloopError
 
     names = list(rows[0]) if rows else ["id"]
-    table, texts = [], []                    # every cell checked before the workbook is made (it holds a temp file)
+    table = []                           # every cell checked before the workbook is made (it holds a temp file)
     for number, row in enumerate(rows, start=2):
         cells = []
         for name in names:
             value = row.get(name)
             if value is None or (isinstance(value, float) and math.isnan(value)):
                 cells.append(None)
-                continue
-            if isinstance(value, (bool, int, float)):
+            elif isinstance(value, (bool, int, float)):
                 cells.append(value if not isinstance(value, float) or math.isfinite(value) else str(value))
-                continue
-            text = json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) \
-                else str(value)
-            if len(text) > EXCEL_CELL_LIMIT or ILLEGAL_CHARACTERS_RE.search(text):
-                why = (f"{len(text):,} characters; an Excel cell holds at most {EXCEL_CELL_LIMIT:,}"
-                       if len(text) > EXCEL_CELL_LIMIT else "a control character an Excel cell cannot hold")
-                raise TuneloopError(f"{where}: row {number}, column {name!r}: {why}; write a .csv, .tsv or .jsonl "
-                                    "file instead (or --keep-columns without that column)")
-            texts.append((len(table), len(cells)))
-            cells.append(text)
+            else:
+                text = json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list, tuple)) \
+                    else str(value)
+                if len(text) > EXCEL_CELL_LIMIT or ILLEGAL_CHARACTERS_RE.search(text):
+                    why = (f"{len(text):,} characters; an Excel cell holds at most {EXCEL_CELL_LIMIT:,}"
+                           if len(text) > EXCEL_CELL_LIMIT else "a control character an Excel cell cannot hold")
+                    raise TuneloopError(f"{where}: row {number}, column {name!r}: {why}; write a .csv, .tsv or "
+                                        ".jsonl file instead (or --keep-columns without that column)")
+                cells.append(text)
         table.append(cells)
     book = Workbook(write_only=True)
     sheet = book.create_sheet(sheet_title)
     sheet.append(names)
-    for r, c in texts:
-        cell = WriteOnlyCell(sheet, value=table[r][c])
-        cell.data_type = "s"                         # text as text: "=cmd|..." is not a formula
-        table[r][c] = cell
+
+    def as_text(value):
+        cell = WriteOnlyCell(sheet, value=value)
+        cell.data_type = "s"                     # text as text: "=cmd|..." is not a formula
+        return cell
+
     for cells in table:
-        sheet.append(cells)
+        sheet.append([as_text(v) if isinstance(v, str) else v for v in cells])
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()

@@ -24,16 +24,8 @@ from ..atomic import atomic_write_json, atomic_write_text, make_folder
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, TuneloopError
-from ..layout import (
-    CONFIG_FILE,
-    DISTILL_DIR,
-    DISTILL_SETUP,
-    DISTILL_TABLE,
-    LABELS_ONLY_DIR,
-    RESULTS_FILE,
-    SOFT_TARGETS_FILE,
-    STUDENT_INIT_DIR,
-)
+from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
+                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
 from ..runtime import machine
 from ..runtime.process import console_logging, library_output
 from ..sheets import is_data_file

@@ -16,14 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data.labels import LabelSchema, _split_labels
-from ..data.readers import (
-    FORMATS,
-    detect_columns,
-    file_columns,
-    format_suffix,
-    iter_rows,
-    position_word,
-)
+from ..data.readers import FORMATS, detect_columns, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
 from ..sheets import is_data_file

@@ -161,21 +161,25 @@ def _checked_results(results, notes: list) -> dict | None:
                          f"{JSON_NAMES[shapes[0]]} as tuneloop writes it; it is left out.")
             continue
         kept[key] = value
-    for where, metrics in [("eval", kept.get("eval"))] + [(f"eval_splits.{split}", value) for split, value in
-                                                         (kept.get("eval_splits") or {}).items()]:
-        if metrics is None:
-            continue
-        wrong = [name for name, v in (metrics.items() if isinstance(metrics, dict) else ())
-                 if isinstance(v, bool) or not isinstance(v, (int, float))]
-        if not isinstance(metrics, dict) or wrong:
-            notes.append(f"results.json: {where} " + (f"has {', '.join(map(repr, wrong[:3]))} that are not numbers"
-                                                      if wrong else "is not an object of metrics") +
-                         "; it is left out.")
-            if where == "eval":
-                kept.pop("eval")
-            else:
-                kept["eval_splits"] = {k: v for k, v in kept["eval_splits"].items() if f"eval_splits.{k}" != where}
+    if "eval" in kept and not _metrics_ok("eval", kept["eval"], notes):
+        kept.pop("eval")
+    if kept.get("eval_splits"):
+        kept["eval_splits"] = {split: metrics for split, metrics in kept["eval_splits"].items()
+                               if _metrics_ok(f"eval_splits.{split}", metrics, notes)}
     return kept
+
+
+def _metrics_ok(where: str, metrics, notes: list) -> bool:
+    """Whether `metrics` is an object of numbers (None: nothing recorded); a note naming `where` when not."""
+    if metrics is None:
+        return True
+    wrong = [name for name, v in metrics.items() if isinstance(v, bool) or not isinstance(v, (int, float))] \
+        if isinstance(metrics, dict) else None
+    if wrong == []:
+        return True
+    notes.append(f"results.json: {where} " + (f"has {', '.join(map(repr, wrong[:3]))} that are not numbers" if wrong
+                                              else "is not an object of metrics") + "; it is left out.")
+    return False
 
 
 def read_run(run_dir: str | os.PathLike) -> Run:
