@@ -259,6 +259,26 @@ def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, mo
     assert by_auto["eval"] == pytest.approx(named["eval"], abs=1e-6)
 
 
+def test_a_class_of_one_training_row_keeps_the_stage_without_cross_validation(tiny_model, tmp_path, monkeypatch):
+    """No folds can hold out a class's only row and train on it too, so nothing is compared; the choice is the
+    few-shot default, the stage (once it fell back to fine-tuning, the worst of the three at one row per class on 5
+    of the 6 sets measured), recorded with why, and the run equals `--method setfit`'s."""
+    from tuneloop.training import choose
+
+    monkeypatch.setattr(choose, "cross_validate", lambda *a, **k: pytest.fail("no cross-validation to run"))
+    texts, labels = opinion_rows(9, 2)
+    train = frame((texts + ["a great lovely day"], labels + ["mixed"]))     # "mixed": one row
+    dev = frame(opinion_rows(16, 3))
+    options = fast_options(tiny_model, **{**AUTO, "setfit_iterations": 2})
+    by_auto = tuneloop.train(**options, train=train, validation=dev, output_dir=str(tmp_path / "auto"))
+    named = tuneloop.train(**{**options, "method": "setfit"}, train=train, validation=dev,
+                           output_dir=str(tmp_path / "named"))
+    assert by_auto["auto"]["chosen"] == "setfit" and "fewer than 2 training rows" in by_auto["auto"]["why"]
+    assert by_auto["setfit"]["steps"] > 0 and by_auto["train"]["steps"] == 0        # the stage ran, not the loop
+    assert by_auto["eval"] == pytest.approx(named["eval"], abs=1e-6)
+    assert "method: setfit" in (tmp_path / "auto" / "config.yaml").read_text()
+
+
 def test_a_probe_with_few_validation_rows_fits_its_rule_on_its_heads_out_of_fold_outputs(tiny_model, tmp_path):
     """The probe's body is frozen, so a head fitted on the other folds scores a training row as the saved model
     scores a new one: with fewer than MIN_FIT_ROWS validation rows (a few-shot set's 10% held out) the rule is fitted

@@ -2,8 +2,9 @@
 class on average (the few-shot regime the probe and the contrastive stage are for), the method is the contrastive
 stage (`setfit`, the recipe of the `setfit` package, which led every other way at 8-32 rows per class on the sets of
 the small-data guide), unless cross-validation on the user's own training rows shows another candidate better
-beyond chance; otherwise, and for regression, multi-label data, several processes or --save-every (the loop's
-checkpoints), it is `finetune` and nothing else changes.
+beyond chance (with a class of one training row no folds can be made, and the stage is kept without comparing);
+otherwise, and for regression, multi-label data, several processes or --save-every (the loop's checkpoints), it is
+`finetune` and nothing else changes.
 
 Candidates, cheapest first:
 - probe: a logistic-regression head on the frozen sentence embedding (contrastive.py without the pair stage),
@@ -67,13 +68,15 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
            else "a dry run (the cross-validation runs when training)" if config.dry_run
            else "--save-every asks for the training loop's checkpoints" if config.save_every
            else f"--max-steps {config.max_steps} asks for a run of that many steps" if config.max_steps else None)
-    labels = np.asarray(data.train_labels)
-    counts = np.unique(labels, return_counts=True)[1] if why is None else None
-    if why is None and (len(counts) < 2 or counts.min() < 2):
-        why = "fewer than 2 training rows in some class"
     if why is not None:
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
         return finetune, {"chosen": "finetune", "why": why}
+    labels = np.asarray(data.train_labels)
+    counts = np.unique(labels, return_counts=True)[1]
+    if counts.min() < 2:        # no folds leave every class in training: nothing to compare, the default kept
+        why = "fewer than 2 training rows in some class: no cross-validation, the few-shot default kept"
+        log.info(f"method auto: {DEFAULT} ({why})")
+        return config.replace(method=DEFAULT), {"chosen": DEFAULT, "default": DEFAULT, "why": why}
     with random_states():       # the run after the choice draws what the chosen method named would have drawn
         choice = cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels)
     log.info(f"method auto: {auto_text(choice)}; on the {rows} training rows, {choice['seconds']:.0f} s of "
