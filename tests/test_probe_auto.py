@@ -261,8 +261,8 @@ def test_the_method_auto_chooses_is_the_one_that_trains(tiny_model, tmp_path, mo
 
 def test_a_class_of_one_training_row_keeps_the_stage_without_cross_validation(tiny_model, tmp_path, monkeypatch):
     """No folds can hold out a class's only row and train on it too, so nothing is compared; the choice is the
-    few-shot default, the stage (once it fell back to fine-tuning, the worst of the three at one row per class on 5
-    of the 6 sets measured), recorded with why, and the run equals `--method setfit`'s."""
+    few-shot default, the stage (it fell back to fine-tuning, behind the stage at one row per class on 5 of the 6
+    sets measured), recorded with why, and the run equals `--method setfit`'s."""
     from tuneloop.training import choose
 
     monkeypatch.setattr(choose, "cross_validate", lambda *a, **k: pytest.fail("no cross-validation to run"))
