@@ -42,7 +42,7 @@ from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
 from ..runtime.process import random_states
 from . import contrastive, small_data
-from .head_fit import fit_head, folds_of, head_logits
+from .head_fit import fit_head, fold_count, folds_of, head_logits
 from .step import AccelerateStep
 
 log = logging.getLogger("tuneloop")
@@ -72,8 +72,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
         return finetune, {"chosen": "finetune", "why": why}
     labels = np.asarray(data.train_labels)
-    counts = np.unique(labels, return_counts=True)[1]
-    if counts.min() < 2:        # no folds leave every class in training: nothing to compare, the default kept
+    if fold_count(labels) < 2:          # a class of one row: no folds, nothing to compare, the default kept
         why = "fewer than 2 training rows in some class: no cross-validation, the few-shot default kept"
         log.info(f"method auto: {DEFAULT} ({why})")
         return config.replace(method=DEFAULT), {"chosen": DEFAULT, "default": DEFAULT, "why": why}

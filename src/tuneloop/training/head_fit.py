@@ -16,19 +16,25 @@ ABSENT = 30.0            # |logit| for a class no training row has (or every row
 FOLDS = 3                # folds of the training rows: auto's cross-validation and the probe's out-of-fold logits
 
 
+def fold_count(labels: np.ndarray) -> int:
+    """The stratified folds these labels allow: FOLDS, fewer when a class has fewer rows (under 2: none can be made,
+    since a fold holding out a class's only row cannot train on that class)."""
+    return int(min(FOLDS, np.unique(labels, return_counts=True)[1].min()))
+
+
 def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(training rows, held-out rows) of each stratified fold, shuffled with `seed`: FOLDS folds, fewer when a class
-    has fewer rows (every row is held out once)."""
+    """(training rows, held-out rows) of each stratified fold, shuffled with `seed`: fold_count folds (every row is
+    held out once)."""
     from sklearn.model_selection import StratifiedKFold
 
-    k = int(min(FOLDS, np.unique(labels, return_counts=True)[1].min()))
-    return list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(len(labels)), labels))
+    return list(StratifiedKFold(fold_count(labels), shuffle=True, random_state=seed)
+                .split(np.zeros(len(labels)), labels))
 
 
 def out_of_fold(features, labels, objective, with_bias: bool, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(each row's logits from a head fitted on the other folds, labels): for the decision rule when validation rows
     are too few (finish.py). None for multi-label data or a class with fewer rows than FOLDS."""
-    if objective.multi_label or np.unique(labels, return_counts=True)[1].min() < FOLDS:
+    if objective.multi_label or fold_count(labels) < FOLDS:
         return None
     logits = np.zeros((len(labels), objective.num_labels))
     for train, held in folds_of(labels, seed):
