@@ -127,6 +127,29 @@ def test_integer_and_float_labels(tmp_path):
     assert schema.problem_type == "regression" and schema.num_labels == 1
 
 
+def test_boolean_labels_read_alike_from_json_and_csv_and_mixed_with_numbers_stop(tmp_path):
+    """JSON's true/false were read as "1"/"0" while the same rows written as CSV (pandas' to_csv) read "True"/
+    "False": a model trained on one file did not know the other's labels."""
+    rows = [("a cat", True), ("a dog", False), ("the bird", True)]
+    as_json = tmp_path / "rows.jsonl"
+    as_json.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in rows))
+    as_csv = tmp_path / "rows.csv"
+    as_csv.write_text("text,label\n" + "".join(f"{t},{y}\n" for t, y in rows))
+    read = {}
+    for path in (as_json, as_csv):
+        train = load_user_files(str(path), None, None, None, None).train
+        schema = infer_label_schema(train, "auto", None, path.name)
+        encode = LabelEncoder(schema, path.name)
+        read[path.suffix] = (schema.names, [encode(v, i) for i, v in enumerate(train["label"])])
+    assert read[".jsonl"] == read[".csv"] == (["False", "True"], [1, 0, 1])
+
+    mixed = tmp_path / "mixed.jsonl"           # true and 1 would be two classes once read as text
+    mixed.write_text('{"text": "a", "label": true}\n{"text": "b", "label": false}\n{"text": "c", "label": 1}\n')
+    with pytest.raises(DataError, match=r"mixed.jsonl: line 3: label 1 in column 'label' is a number but the "
+                                        r"label of line 1 \(True\) is a boolean; give labels of one type"):
+        load_user_files(str(mixed), None, None, None, None)
+
+
 def test_labels_with_leading_zeros_are_codes_kept_as_written(tmp_path, caplog):
     """'01', '1' and '001' were one class '1' ("the label column holds only ['1']"), and codes '01', '02' were
     renamed '1', '2' in every prediction."""

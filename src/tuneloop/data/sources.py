@@ -23,7 +23,7 @@ from .readers import Columns, detect_columns, file_columns, iter_rows, position_
 log = logging.getLogger("tuneloop")
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "4"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "5"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -33,18 +33,19 @@ def _label_text(value) -> Optional[str]:
     if isinstance(value, (list, tuple)):
         return json.dumps([str(v) for v in value])
     if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, float) and value.is_integer() and not isinstance(value, bool):
+        return str(value)            # "True" / "False", as a CSV file (or pandas' to_csv) writes them
+    if isinstance(value, float) and value.is_integer():
         return repr(value)
     return str(value).strip()
 
 
 def _same_kind(seen: dict, value, where, word, position, column) -> dict:
-    """Labels from Python keep their types: numbers and texts mixed in one column ([1, "yes", 0]) would become
-    three classes as text; the first label of another kind is an error naming its row."""
+    """Labels from Python and JSON keep their types: numbers, booleans and texts mixed in one column ([1, "yes", 0],
+    [true, 1]) would become classes that differ only by their type once read as text; the first label of another
+    kind is an error naming its row."""
     if value is None or isinstance(value, (list, tuple)):
         return seen
-    kind = "a number" if isinstance(value, (int, float)) else "a text"
+    kind = "a boolean" if isinstance(value, bool) else "a number" if isinstance(value, (int, float)) else "a text"
     if not seen:
         return {"kind": kind, "value": value, "position": position}
     if kind != seen["kind"]:
@@ -83,7 +84,7 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
                 raise DataError(f"{where}: {word} {position}: column {column!r} is empty; fill it in or drop the "
                                 "row (an empty text would be trained on as if it said something)")
             texts.append(value)
-        if label and isinstance(path, Table):
+        if label:            # typed values (Python's, JSON's); a text file's are all texts
             label_kinds = _same_kind(label_kinds, row.get(label), where, word, position, label)
         raw_label = _label_text(row.get(label)) if label else None
         if need_label and not raw_label:
