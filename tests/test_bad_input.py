@@ -246,8 +246,8 @@ def test_some_unknown_tokens_are_said_and_the_run_trains(tiny_model, tmp_path, g
 
 
 def test_a_file_given_as_the_glue_folder_names_the_file_options(tiny_model, tmp_path, good, capsys):
-    """`--data FILE` is argparse's abbreviation of --data-dir: the message says which options take a file."""
-    code, err = run_cli(["evaluate", "--model", tiny_model, "--data", str(good)], capsys)
+    """`--data-dir FILE`: the message says which options take a file."""
+    code, err = run_cli(["evaluate", "--model", tiny_model, "--data-dir", str(good)], capsys)
     check(code, err, "--data-dir", "is not a folder but a file", f"--validation-file {good}")
 
 

@@ -65,6 +65,25 @@ def test_cli_type_errors_name_the_flag(capsys):
     assert "--epochs" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("argv, message", [
+    # argparse took --epoch for --epochs (a script written so changes meaning once an option begins alike)
+    (["train", "--epoch", "3"], "tuneloop train: error: unknown option --epoch; did you mean --epochs?"),
+    (["train", "--bach-size", "8"], "tuneloop train: error: unknown option --bach-size; did you mean --batch-size?"),
+    (["train", "--lernign-rate", "1"], "tuneloop train: error: unknown option --lernign-rate; see `tuneloop train "
+                                       "--help-all`"),
+    # argparse named the top-level command: "tuneloop: error: unrecognized arguments: off"
+    (["train", "--report", "off"], "tuneloop train: error: --report takes no value (--report / --no-report), so "
+                                   "'off' is left over"),
+    (["predict", "--model", "m", "a", "--wat"], "tuneloop predict: error: unknown option --wat; see `tuneloop "
+                                                "predict --help`"),
+])
+def test_an_option_the_command_does_not_take_is_named_with_what_was_meant(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == message
+
+
 def test_yaml_unknown_key_and_bad_value(tmp_path, capsys):
     bad_key = tmp_path / "a.yaml"
     bad_key.write_text(yaml.safe_dump({"learning_rate": 0.1}))

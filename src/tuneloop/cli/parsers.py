@@ -4,6 +4,7 @@ come from TrainConfig through config/flags.py)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 
 from ..config.flags import COMMON, add_config_arguments
 from ..config.options import PRECISIONS, PRUNERS, with_trait
@@ -27,9 +28,50 @@ def _formatter(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=34, width=110)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without abbreviations (`--epoch 3` is not taken for --epochs: a script written so would start
+    meaning another option, or stop, the day an option beginning alike is added), and an unknown argument named in
+    its command's terms with the options it may have meant (argparse names the top-level command)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._command_parser(getattr(ns, "command", None))
+            command.error(unknown_arguments(command, extras, list(args) if args is not None else None))
+        return ns
+
+    def _command_parser(self, name) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return self
+
+
+def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str], argv: list[str] | None) -> str:
+    """What is wrong with the first argument the command does not take, and what it may have meant."""
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    first = extras[0]
+    if first.startswith("-"):
+        name = first.split("=", 1)[0]
+        meant = [o for o in options if o.startswith(name)] or difflib.get_close_matches(name, options, n=3, cutoff=0.8)
+        every = "--help-all" if "--help-all" in options else "--help"
+        hint = f"; did you mean {' or '.join(meant[:3])}?" if meant else f"; see `{parser.prog} {every}`"
+        return f"unknown option {name}{hint}"
+    before = argv[argv.index(first) - 1] if argv and first in argv and argv.index(first) > 0 else None
+    flag = next((a for a in parser._actions if before in a.option_strings and a.nargs == 0), None)
+    if flag is not None:
+        switches = " / ".join(o for o in flag.option_strings if o.startswith("--"))
+        return f"{before} takes no value ({switches}), so {first!r} is left over"
+    return f"unexpected argument {first!r}" + (f" (with {len(extras) - 1} more)" if len(extras) > 1 else "")
+
+
 def build_parser(full_help: bool = False) -> argparse.ArgumentParser:
     """`full_help`: `train --help` lists every option (as `--help-all` asks), not the common ones."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tuneloop",
         formatter_class=_formatter,
         description=(
