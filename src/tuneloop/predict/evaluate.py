@@ -44,9 +44,10 @@ def check_output(output: str) -> None:
                               "clears); choose another name")
 
 
-def data_config_for(clf, overrides: dict) -> DataOptions:
+def data_config_for(clf, overrides: dict, tables: dict | None = None) -> DataOptions:
     """Data options for evaluate: what the run recorded next to the model, then the user's. `overrides` holds data
-    options and evaluate's own (--eval-batch-size, --cpu, --quiet: checked here, read by the caller)."""
+    options and evaluate's own (--eval-batch-size, --cpu, --quiet: checked here, read by the caller). `tables`:
+    the run's tables from Python, standing in for the descriptions recorded of them (the precision gate's)."""
     data = DataOptions.__dataclass_fields__
     own = [name for name in with_trait("commands", "evaluate") if name not in data]
     unknown = sorted(set(overrides) - set(data) - set(own))
@@ -55,7 +56,7 @@ def data_config_for(clf, overrides: dict) -> DataOptions:
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
     need(batch_size >= 1, "eval_batch_size", f"must be at least 1, got {batch_size}")
     meta = clf.metadata
-    recorded = {k: v for k, v in (meta.get("data") or {}).items() if v is not None}
+    recorded = {**{k: v for k, v in (meta.get("data") or {}).items() if v is not None}, **(tables or {})}
     policy = meta.get("text_policy") or {}       # how the model reads long texts: kept for any data
     reading = {k: policy[k] for k in ("max_length", "truncation", "windows") if policy.get(k) is not None}
     if policy.get("pooling"):

@@ -172,14 +172,15 @@ def _measure(clf, rows, timed, names, batch_size: int) -> tuple[dict, float]:
     return {"metrics": acc.compute(), "logits": acc.all_logits}, len(timed) / max(seconds, 1e-9)
 
 
-def gate_rows(clf):
-    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, metric names, main metric)."""
+def gate_rows(clf, tables=None):
+    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, metric names, main metric);
+    `tables`: the data files that were tables from Python (gate_folder)."""
     from .. import tasks
     from ..data.prepare import prepare_data
     from .batches import Tokenized
     from .evaluate import data_config_for
 
-    config = data_config_for(clf, {"quiet": True})
+    config = data_config_for(clf, {"quiet": True}, tables)
     data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
                         text_columns=clf.metadata.get("text_columns"))
     ds = next(iter(data.evaluation.values()))
@@ -190,7 +191,7 @@ def gate_rows(clf):
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int, stop=None) -> dict:
+def gate(clf, batch_size: int, stop=None, tables=None) -> dict:
     """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows, in
     batches of `batch_size` rows at most; return the record: the chosen route and every figure (Classifier's
     gate_folder writes it into the folder). `stop()` true before a measurement raises GateStopped (a run's
@@ -199,7 +200,7 @@ def gate(clf, batch_size: int, stop=None) -> dict:
 
     _check_stop(stop)                        # before reading the rows: a stop already received reads nothing
     device = clf.device.type
-    rows, names, main = gate_rows(clf)
+    rows, names, main = gate_rows(clf, tables)
     timed = timed_rows(rows, device)
     reference, fp32_speed = _measure(clf, rows, timed, names, batch_size)
     checks, stage = {}, None

@@ -5,6 +5,7 @@ folders (model/, best/) with that rule written into them, and the test split's p
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 
@@ -122,19 +123,30 @@ def gate_precision(run, stop=None) -> None:
     rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
     if run.accelerator.is_main_process and run.config.precision_gate != "off" and rows >= GATE_MIN_ROWS:
         with run.timeline.phase("precision gate"):
-            gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop)
+            gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop,
+                       tables=python_tables(run.config))
 
 
 def gate_kept_model(folder, config, rows: int) -> None:
     """An experiment's kept model or a search's best, gated once after its runs (which skip the gate), on the device
     they trained on; not with --precision-gate off."""
     if config.precision_gate != "off":
-        gate_model(folder, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu", config.eval_batch_size, rows)
+        gate_model(folder, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu", config.eval_batch_size, rows,
+                   tables=python_tables(config))
 
 
-def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None) -> None:
+def python_tables(config) -> dict:
+    """The data files of a run that are tables from Python (DataFrames, lists: data/memory.Table): a model folder
+    records only their description, so the gate is handed them to read its validation rows from."""
+    from ..config.data_options import DATA_FILES
+
+    return {name: getattr(config, name) for name in DATA_FILES
+            if getattr(config, name) is not None and not isinstance(getattr(config, name), (str, os.PathLike))}
+
+
+def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None, tables=None) -> None:
     """gate_precision's gate for a saved model folder, said before and after (an experiment's kept model, a
-    search's best: their runs skip it)."""
+    search's best: their runs skip it); `tables`: python_tables of the run."""
     from ..predict import routes
     from ..predict.classifier import gate_folder
 
@@ -146,7 +158,7 @@ def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=N
                  "timed" + (" (an ONNX export among them: tens of seconds; Ctrl-C skips the gate, the model is "
                             "saved)" if routes.ONNX in tried else ""))
     try:
-        record = gate_folder(folder, cpu=cpu, batch_size=eval_batch_size if cpu else None, stop=stop)
+        record = gate_folder(folder, cpu=cpu, batch_size=eval_batch_size if cpu else None, stop=stop, tables=tables)
     except routes.GateStopped:
         log.warning("precision gate: skipped, a stop signal arrived after training (the model is saved); "
                     "--precision auto stays fp32")
