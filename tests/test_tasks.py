@@ -61,6 +61,24 @@ def test_ax_is_predicted_with_an_mnli_model(tiny_model, tmp_path):
     assert {line.split("\t")[1] for line in lines[1:]} <= {"entailment", "neutral", "contradiction"}
 
 
+def test_evaluate_gives_every_splits_per_class_table_as_the_run_records_them(tiny_model, tmp_path, capsys):
+    """evaluate showed and returned the per-class table of MNLI's matched split only."""
+    mnli = write_glue_task("mnli", tmp_path / "MNLI")
+    out = tmp_path / "run"
+    tuneloop.train(TrainConfig(task="mnli", data_dir=str(mnli), output_dir=str(out),
+                               **fast_options(tiny_model, max_steps=2, decision="argmax", calibrate="none")))
+    recorded = json.loads((out / "results.json").read_text())["per_class"]
+    with tuneloop.load(out) as clf:
+        results = clf.evaluate()
+    assert set(results["per_class_splits"]) == {"validation_matched", "validation_mismatched"}
+    for split, table in results["per_class_splits"].items():
+        assert table == recorded[split], split
+    assert results["per_class"] == results["per_class_splits"]["validation_matched"]
+    assert main(["evaluate", str(out), "--quiet"]) == 0
+    shown = capsys.readouterr().out
+    assert "per class in validation_matched:" in shown and "per class in validation_mismatched:" in shown
+
+
 def test_tasks_command_lists_every_task(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out

@@ -118,22 +118,25 @@ def cmd_evaluate(ns) -> int:
           "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
     for split, metrics in results.get("eval_splits", {}).items():
         print(f"  {split}: " + "  ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k != "num_samples"))
-    for line in per_class_lines(results.get("per_class"), bool(ns.output)):
-        print(line)
+    splits = results.get("per_class_splits") or {None: results.get("per_class")}
+    for split, classes in splits.items():
+        for line in per_class_lines(classes, bool(ns.output), split=split):
+            print(line)
     if ns.output:
         print(f"wrote {ns.output}")
     return 0
 
 
-def per_class_lines(classes: dict | None, written: bool, most: int = 20) -> list[str]:
-    """evaluate's per-class table (of the first split, decided as its metrics are): every class up to `most`, else
-    the `most` with the lowest F1."""
+def per_class_lines(classes: dict | None, written: bool, most: int = 20, split: str | None = None) -> list[str]:
+    """evaluate's per-class table of one split (named when there are several), decided as its metrics are: every
+    class up to `most`, else the `most` with the lowest F1."""
     if not classes:
         return []
     shown = sorted(classes, key=lambda name: classes[name]["f1"])[:most] if len(classes) > most else list(classes)
     width = min(max(5, *(len(str(name)) for name in shown)), 40)
     where = "; every class in --output" if written else "; every class with --output FILE"
-    lines = [f"per class{f' (the {most} lowest F1 of {len(classes)}{where})' if len(shown) < len(classes) else ''}:",
+    lines = [f"per class{f' in {split}' if split else ''}"
+             f"{f' (the {most} lowest F1 of {len(classes)}{where})' if len(shown) < len(classes) else ''}:",
              f"  {'class':<{width}}  precision  recall      f1  support"]
     for name in shown:
         c = classes[name]

@@ -359,7 +359,9 @@ class Classifier(contextlib.AbstractContextManager):
                  **data_options) -> dict:
         """Metrics (`["eval"]`) and a per-class table (`["per_class"]`) on labeled data — a file, a pandas
         DataFrame, a datasets.Dataset or (texts, labels); or data options as `tuneloop evaluate` takes them; by
-        default the validation data recorded with the model — under the saved decision rule unless `raw`."""
+        default the validation data recorded with the model — under the saved decision rule unless `raw`. Data of
+        several splits (MNLI's matched and mismatched) adds every split's under `["eval_splits"]` and
+        `["per_class_splits"]`; the first split's are `eval` and `per_class`."""
         from ..data.memory import as_table
         from ..runtime.process import library_output
         from .evaluate import evaluation
