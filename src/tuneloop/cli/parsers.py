@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import sys
 
 from ..config.flags import COMMON, add_config_arguments
 from ..config.options import PRECISIONS, PRUNERS, with_trait
@@ -41,7 +42,7 @@ class Parser(argparse.ArgumentParser):
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
             command = self._command_parser(getattr(ns, "command", None))
-            command.error(unknown_arguments(command, extras, list(args) if args is not None else None))
+            command.error(unknown_arguments(command, extras, list(sys.argv[1:] if args is None else args)))
         return ns
 
     def _command_parser(self, name) -> argparse.ArgumentParser:
@@ -61,11 +62,11 @@ def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str], argv: 
         every = "--help-all" if "--help-all" in options else "--help"
         hint = f"; did you mean {' or '.join(meant[:3])}?" if meant else f"; see `{parser.prog} {every}`"
         return f"unknown option {name}{hint}"
-    before = argv[argv.index(first) - 1] if argv and first in argv and argv.index(first) > 0 else None
-    flag = next((a for a in parser._actions if before in a.option_strings and a.nargs == 0), None)
-    if flag is not None:
-        switches = " / ".join(o for o in flag.option_strings if o.startswith("--"))
-        return f"{before} takes no value ({switches}), so {first!r} is left over"
+    switches = {o: a for a in parser._actions if a.nargs == 0 for o in a.option_strings}
+    after = next((argv[i - 1] for i in range(1, len(argv)) if argv[i] == first and argv[i - 1] in switches), None)
+    if after is not None:                        # `--report off`: a switch given a value
+        names = " / ".join(o for o in switches[after].option_strings if o.startswith("--"))
+        return f"{after} takes no value ({names}), so {first!r} is left over"
     return f"unexpected argument {first!r}" + (f" (with {len(extras) - 1} more)" if len(extras) > 1 else "")
 
 
