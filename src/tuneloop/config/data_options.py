@@ -121,6 +121,12 @@ class DataOptions:
             raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
         return self
 
+    def python_tables(self) -> dict:
+        """{data option: its table from Python (data/memory.Table)}: the data files given as DataFrames, lists or
+        datasets rather than paths, which a model folder records only by their description (to_dict)."""
+        return {name: getattr(self, name) for name in DATA_FILES if getattr(self, name) is not None
+                and not isinstance(getattr(self, name), (str, os.PathLike))}
+
     def to_dict(self) -> dict:
         """Plain values (config.yaml, results.json): a table from Python is recorded by its description."""
         values = dataclasses.asdict(self)

@@ -5,7 +5,6 @@ folders (model/, best/) with that rule written into them, and the test split's p
 from __future__ import annotations
 
 import logging
-import os
 
 import numpy as np
 
@@ -124,7 +123,7 @@ def gate_precision(run, stop=None) -> None:
     if run.accelerator.is_main_process and run.config.precision_gate != "off" and rows >= GATE_MIN_ROWS:
         with run.timeline.phase("precision gate"):
             gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop,
-                       tables=python_tables(run.config))
+                       tables=run.config.python_tables())
 
 
 def gate_kept_model(folder, config, rows: int) -> None:
@@ -132,21 +131,13 @@ def gate_kept_model(folder, config, rows: int) -> None:
     they trained on; not with --precision-gate off."""
     if config.precision_gate != "off":
         gate_model(folder, "cuda" if machine.runs_on_cuda(config.cpu) else "cpu", config.eval_batch_size, rows,
-                   tables=python_tables(config))
+                   tables=config.python_tables())
 
-
-def python_tables(config) -> dict:
-    """The data files of a run that are tables from Python (DataFrames, lists: data/memory.Table): a model folder
-    records only their description, so the gate is handed them to read its validation rows from."""
-    from ..config.data_options import DATA_FILES
-
-    return {name: getattr(config, name) for name in DATA_FILES
-            if getattr(config, name) is not None and not isinstance(getattr(config, name), (str, os.PathLike))}
 
 
 def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None, tables=None) -> None:
     """gate_precision's gate for a saved model folder, said before and after (an experiment's kept model, a
-    search's best: their runs skip it); `tables`: python_tables of the run."""
+    search's best: their runs skip it); `tables`: the run's config.python_tables(), read for its rows."""
     from ..predict import routes
     from ..predict.classifier import gate_folder
 
