@@ -76,6 +76,8 @@ def test_cli_type_errors_name_the_flag(capsys):
                                    "'off' is left over"),
     (["predict", "--model", "m", "a", "--wat"], "tuneloop predict: error: unknown option --wat; see `tuneloop "
                                                 "predict --help`"),
+    (["trian", "--epochs", "2"], "tuneloop: error: unknown command 'trian'; did you mean train? (commands: train, "
+                                 "evaluate, predict, report, inspect, search, distill, export, serve, tasks, env)"),
 ])
 def test_an_option_the_command_does_not_take_is_named_with_what_was_meant(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:

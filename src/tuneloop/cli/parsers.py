@@ -39,17 +39,24 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def parse_args(self, args=None, namespace=None):
-        ns, extras = self.parse_known_args(args, namespace)
+        argv = list(sys.argv[1:] if args is None else args)
+        commands = self._commands()
+        first = next((a for a in argv if not a.startswith("-")), None)
+        if commands and first is not None and first not in commands and argv.index(first) == 0:
+            meant = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
+            self.error(f"unknown command {first!r}" + (f"; did you mean {meant[0]}?" if meant else "") +
+                       f" (commands: {', '.join(commands)})")
+        ns, extras = self.parse_known_args(argv, namespace)
         if extras:
             command = self._command_parser(getattr(ns, "command", None))
-            command.error(unknown_arguments(command, extras, list(sys.argv[1:] if args is None else args)))
+            command.error(unknown_arguments(command, extras, argv))
         return ns
 
+    def _commands(self) -> dict:
+        return next((a.choices for a in self._actions if isinstance(a, argparse._SubParsersAction)), {})
+
     def _command_parser(self, name) -> argparse.ArgumentParser:
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
-                return action.choices[name]
-        return self
+        return self._commands().get(name, self)
 
 
 def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str], argv: list[str] | None) -> str:
