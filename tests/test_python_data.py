@@ -240,3 +240,32 @@ def test_a_run_fed_from_python_is_precision_gated_as_one_fed_files(tiny_model, t
         record = json.loads((out / "model" / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
         assert record["rows"] == (210 if kind == "validation frame" else 200), kind
         assert set(record["checks"]) == set(routes.candidates("cpu")), kind
+
+
+def test_a_run_fed_from_python_exports_on_rows_given_again(tiny_model, tmp_path, capsys):
+    """`tuneloop export` read its gate's rows from the run's record only, which holds a table from Python by its
+    description: such a model could not be exported at all. The rows given again, as a file (--validation-file) or
+    as the table (validation=), gate it as the recorded rows would."""
+    import json
+
+    from tuneloop.cli.main import main
+    from tuneloop.deploy.export import export_model
+
+    dev = reviews(30, 1)
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(tiny_model, epochs=1), train=reviews(40, 0), validation=dev, text_columns="review",
+                   label_column="stars", output_dir=str(out))
+    assert main(["export", str(out), "--output", str(tmp_path / "bare"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "a table from Python, which the run does not keep: give the rows as a file (--validation-file FILE)" in err
+    dev.to_csv(tmp_path / "dev.csv", index=False)
+    assert main(["export", str(out), "--output", str(tmp_path / "onnx"), "--validation-file",
+                 str(tmp_path / "dev.csv"), "--quiet"]) == 0
+    from_file = json.loads((tmp_path / "onnx" / "export_report.json").read_text())["gate"]
+    from_table = export_model(str(out), str(tmp_path / "onnx2"), quiet=True, validation=dev)["gate"]
+    with tuneloop.load(out) as clf:
+        expected = clf.evaluate(dev, raw=True)["eval"]
+    for gate in (from_file, from_table):
+        assert gate["rows"] == 30 and gate["verdict"] == "pass"
+        assert gate["pytorch"] == pytest.approx({k: v for k, v in expected.items() if k in gate["pytorch"]},
+                                                abs=1e-6)

@@ -8,7 +8,7 @@ import sys
 from .. import extras
 from ..config.flags import options_from_namespace
 from ..exceptions import TuneloopError
-from .parsers import EVAL_OPTIONS
+from .parsers import EVAL_OPTIONS, EXPORT_OPTIONS
 
 
 def cmd_train(ns, on_step=None) -> int:
@@ -247,7 +247,7 @@ def cmd_export(ns) -> int:
     from ..deploy.export import export_model
 
     report = export_model(model_place(ns, "source", "RUN_OR_MODEL"), ns.output, ns.quantize, ns.allow_drop,
-                          ns.overwrite, ns.quiet)
+                          ns.overwrite, ns.quiet, data={k: v for k, v in vars(ns).items() if k in EXPORT_OPTIONS})
     g, main = report["gate"], report["gate"]["main_metric"]
     print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
     print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "

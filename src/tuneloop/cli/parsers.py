@@ -8,6 +8,7 @@ import difflib
 import sys
 
 from ..config.flags import COMMON, add_config_arguments
+from ..config.data_options import DataOptions
 from ..config.options import PRECISIONS, PRUNERS, with_trait
 from ..version import __version__
 
@@ -22,6 +23,7 @@ PRECISION_HELP = ("PyTorch backend: auto takes the route the model folder record
 TRAIN_OPTIONS = with_trait("commands", "train")
 SEARCH_OPTIONS = with_trait("commands", "search")
 EVAL_OPTIONS = with_trait("commands", "evaluate")
+EXPORT_OPTIONS = tuple(n for n in EVAL_OPTIONS if n in DataOptions.__dataclass_fields__)  # the data its gate reads
 DISTILL_OPTIONS = with_trait("commands", "distill")
 
 
@@ -281,7 +283,8 @@ def add_export(sub) -> None:
         formatter_class=_formatter,
         description="Export RUN_DIR/model (or a model folder) to "
         "ONNX with dynamic batch and sequence axes; with --quantize int8, dynamic int8 weights. "
-        "The export is evaluated on the run's validation data beside the PyTorch model and "
+        "The export is evaluated on the run's validation data (or the data options' rows: a run fed from "
+        "Python needs them) beside the PyTorch model and "
         "refused when the main metric drops by more than 0.5 points (or --allow-drop X).",
     )
     add_model_place(p, "source", "RUN_OR_MODEL", "a run folder or a model folder")
@@ -297,6 +300,7 @@ def add_export(sub) -> None:
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_config_arguments(p, only=EXPORT_OPTIONS)
 
 
 def add_serve(sub) -> None:

@@ -113,8 +113,9 @@ class DataOptions:
         for name in DATA_FILES:
             path = getattr(self, name)
             if isinstance(path, str) and path.startswith(FROM_PYTHON):     # config.yaml of a run fed from Python
-                raise ConfigError(f"{name}: the data was {path}, a table from Python: pass it again "
-                                  "(clf.evaluate(df); tuneloop.train(train=..., resume=...)) or give a file")
+                raise ConfigError(f"{name}: the data was {path}, a table from Python, which the run does not keep: "
+                                  f"give the rows as a file (--{name.replace('_', '-')} FILE), or in Python pass "
+                                  "the table again (clf.evaluate(df); tuneloop.train(train=..., resume=...))")
             if isinstance(path, (str, os.PathLike)):                      # else a table from Python (data/memory)
                 need(is_data_file(path), name, f"{path} does not exist or is not a file")   # book.xlsx#dev: a sheet
         if self.data_dir and (self.train_file or self.validation_file):

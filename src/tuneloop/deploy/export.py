@@ -3,8 +3,8 @@ written. The exported folder holds model.onnx, the tokenizer, config.json and tu
 decision rule, the data it was validated on), so `tuneloop evaluate`, `predict` and `serve` take it as they take
 the PyTorch folder, running on ONNX Runtime.
 
-The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data (raw
-scores); the export reports both metrics and the largest logit difference, and is refused — nothing is written —
+The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data, or the
+data given (raw scores); the export reports both metrics and the largest logit difference, and is refused — nothing is written —
 when the main metric drops by more than 0.5 points, or by more than `--allow-drop X` points when given (a drop over
 0.5 but within X is a warning).
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from pathlib import Path
 
@@ -75,9 +76,18 @@ def check_target(target: Path, folder: Path, overwrite: bool) -> None:
 
 
 def export_model(source: str, output: str, quantize: str | None = None, allow_drop: float | None = None,
-                 overwrite: bool = False, quiet: bool = False) -> dict:
+                 overwrite: bool = False, quiet: bool = False, data: dict | None = None, validation=None) -> dict:
     """Export, gate, and write `output` atomically; returns the export report (raises TuneloopError on a failed
-    gate, leaving `output` as it was)."""
+    gate, leaving `output` as it was). The gate's rows: the validation data recorded with the model, or `data`
+    (data options as `tuneloop evaluate` takes them: --validation-file FILE, --task with --data-dir, ...) or
+    `validation` (a DataFrame, datasets.Dataset or (texts, labels), as Classifier.evaluate takes): a run fed from
+    Python records its tables only by their description."""
+    from ..data.memory import as_table
+
+    data = dict(data or {})
+    if validation is not None:
+        table = as_table(validation, "validation")
+        data["validation_file"] = str(table) if isinstance(table, os.PathLike) else table
     if allow_drop is not None and not (math.isfinite(allow_drop) and allow_drop >= 0):
         raise TuneloopError(f"--allow-drop: a number of points, at least 0 (0.5 is the default), got {allow_drop}")
     extras.require("export")
@@ -89,9 +99,9 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     with command_scope(quiet), Classifier.load(folder, cpu=True) as clf:
         model, tokenizer, meta = clf.model, clf.tokenizer, clf.metadata
         main = meta.get("main_metric")
-        if not main or not (meta.get("data") or {}):
+        if not main or not (meta.get("data") or data):
             raise TuneloopError(f"{source}: the model has no recorded validation data to check the export against "
-                                "(the model folder of a tuneloop run has)")
+                                "(the model folder of a tuneloop run has); give --validation-file FILE")
         with atomic_folder(target) as tmp:
             started = time.perf_counter()
             export_file(model, tokenizer, tmp / ONNX_FILE, quantize)
@@ -102,7 +112,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
                     "size_mb": round((tmp / ONNX_FILE).stat().st_size / 2**20, 2)}
             (tmp / METADATA_FILE).write_text(json.dumps({**meta, "export": info}, indent=2), encoding="utf-8")
             with Classifier.load(tmp, cpu=True) as exported:
-                checked = [evaluation(c, {"quiet": quiet}, raw=True)[1] for c in (clf, exported)]
+                checked = [evaluation(c, {**data, "quiet": quiet}, raw=True)[1] for c in (clf, exported)]
             report = {**info, "gate": gate(*checked, main, allow_drop, clf.objective)}
             (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
             g = report["gate"]
