@@ -223,22 +223,23 @@ def test_texts_from_numpy_are_read_as_texts_and_pairs():
 def test_a_run_fed_from_python_is_precision_gated_as_one_fed_files(tiny_model, tmp_path, capsys):
     """A model folder records a table from Python by its description only, so the gate at the end of training could
     not read its validation rows: "precision gate: not run (ConfigError: ...)" and --precision auto stayed fp32 for
-    every DataFrame run. Given the run's tables, it gates their rows: a validation frame's, and the rows a
-    validation split holds out of a training frame."""
+    every DataFrame run. Given the run's tables, it gates their rows: a validation frame's, the rows a validation
+    split holds out of a training frame, and an experiment's kept model's."""
     import json
 
     from tuneloop.predict import routes
 
     options = fast_options(tiny_model, epochs=1, max_steps=2, quiet=False)
     runs = {"validation frame": dict(train=reviews(60, 0), validation=reviews(210, 1)),
-            "held out of the training frame": dict(train=reviews(2000, 2), validation_split=0.1)}
+            "held out of the training frame": dict(train=reviews(2000, 2), validation_split=0.1),
+            "two seeds' kept model": dict(train=reviews(60, 0), validation=reviews(210, 1), seeds=[0, 1])}
     for kind, data in runs.items():
         out = tmp_path / kind.replace(" ", "-")
         tuneloop.train(**options, **data, text_columns="review", label_column="stars", output_dir=str(out))
         err = capsys.readouterr().err
         assert "precision gate: not run" not in err, (kind, err)
         record = json.loads((out / "model" / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
-        assert record["rows"] == (210 if kind == "validation frame" else 200), kind
+        assert record["rows"] == (200 if kind.startswith("held out") else 210), kind
         assert set(record["checks"]) == set(routes.candidates("cpu")), kind
 
 
