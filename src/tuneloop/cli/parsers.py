@@ -61,7 +61,7 @@ class Parser(argparse.ArgumentParser):
         return self._commands().get(name, self)
 
 
-def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str], argv: list[str] | None) -> str:
+def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str], argv: list[str]) -> str:
     """What is wrong with the first argument the command does not take, and what it may have meant."""
     options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
     first = extras[0]

@@ -3,10 +3,10 @@ written. The exported folder holds model.onnx, the tokenizer, config.json and tu
 decision rule, the data it was validated on), so `tuneloop evaluate`, `predict` and `serve` take it as they take
 the PyTorch folder, running on ONNX Runtime.
 
-The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data, or the
-data given (raw scores); the export reports both metrics and the largest logit difference, and is refused — nothing is written —
-when the main metric drops by more than 0.5 points, or by more than `--allow-drop X` points when given (a drop over
-0.5 but within X is a warning).
+The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data, or on
+the data given (raw scores); the export reports both metrics and the largest logit difference, and is refused —
+nothing is written — when the main metric drops by more than 0.5 points, or by more than `--allow-drop X` points
+when given (a drop over 0.5 but within X is a warning).
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
         main = meta.get("main_metric")
         if not main or not (meta.get("data") or data):
             raise TuneloopError(f"{source}: the model has no recorded validation data to check the export against "
-                                "(the model folder of a tuneloop run has); give --validation-file FILE")
+                                "(the model folder of a tuneloop run has)" +
+                                ("; give --validation-file FILE" if main else ""))
         with atomic_folder(target) as tmp:
             started = time.perf_counter()
             export_file(model, tokenizer, tmp / ONNX_FILE, quantize)
