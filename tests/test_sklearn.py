@@ -235,3 +235,30 @@ def test_a_y_of_several_columns_is_refused_in_one_line_before_training(tiny_mode
     assert not list(tmp_path.iterdir())
     assert TuneloopClassifier(tiny_model, options={"max_steps": 1}).fit(texts, np.array([[0], [1]] * 10)).classes_ \
         .tolist() == [0, 1]                                        # one column is one target
+
+
+def test_a_fit_into_a_temporary_folder_skips_the_precision_gate_and_one_under_output_dir_runs_it(tiny_model,
+                                                                                                 tmp_path):
+    """A fit without output_dir keeps its model in memory (fp32) and removes its folder: the precision gate at the
+    end of training (an ONNX export and a pass of each route: about 20 s for MiniLM) would be read by nothing, in
+    every fit of a cross_val_score or GridSearchCV. Since runs fed from Python are gated, it ran there; now only
+    under a given output_dir, or when options ask for it."""
+    import json
+
+    from tuneloop.predict import routes
+
+    rng = random.Random(1)
+    pairs = [keyword_pair(rng) for _ in range(40 + 210)]
+    texts, labels = [b for _, _, b in pairs], [label for label, _, _ in pairs]
+    fit = (texts[:40], labels[:40])
+    held = (texts[40:], labels[40:])                           # 210 validation rows: enough to gate on
+
+    def gated(est) -> bool:
+        est.fit(*fit, validation=held)
+        meta = json.loads((Path(est.output_dir_) / "model" / "tuneloop.json").read_text())
+        return routes.RECORD in meta
+
+    options = {"mixed_precision": "no", "method": "finetune"}
+    assert not gated(make(tiny_model, epochs=1))
+    assert gated(make(tiny_model, epochs=1, output_dir=str(tmp_path / "runs")))
+    assert gated(make(tiny_model, epochs=1, options={**options, "precision_gate": "auto"}))

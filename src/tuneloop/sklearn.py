@@ -115,7 +115,11 @@ class _TuneloopEstimator(BaseEstimator):
             if key in OWN_OPTIONS:
                 raise ConfigError(f"options: {key!r} is the estimator's own (the data come from fit(X, y), the run "
                                   f"folder from output_dir=, the problem type from the class)")
-        return {**params, **extra, "problem_type": self._problem_type}
+        # a fit into a temporary folder (no output_dir) keeps its model in memory, predicting in fp32, and the
+        # folder goes: the precision gate (an ONNX export and a pass of each route, 20 s for MiniLM) would be read
+        # by nothing, in every fit of a cross_val_score or GridSearchCV
+        gate = {} if self.output_dir is not None else {"precision_gate": "off"}
+        return {**params, **gate, **extra, "problem_type": self._problem_type}
 
     def _fit(self, X, y, validation, fitted=None):
         """One training run; `fitted(classifier, labels)` sets the subclass's attributes (before the estimator
