@@ -45,7 +45,7 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     `text_columns=`/`label_column=` name them). With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and
     the summary (summary.json's contents) instead. `on_step(state)` is called after every optimizer step."""
     from .config.resolve import resolve_config
-    from .data.memory import as_table
+    from .data.memory import as_table, data_option
     from .experiments.runs import is_experiment, run_experiment
     from .training.loop import run_training
 
@@ -60,10 +60,11 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
             options[name] = as_table(given, keyword)
     if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train:
         validation = train["validation"]
-    for name, data in (("train_file", as_table(train, "train")),
-                       ("validation_file", as_table(validation, "validation")), ("test_file", as_table(test, "test"))):
+    for name, data in (("train_file", data_option(train, "train")),
+                       ("validation_file", data_option(validation, "validation")),
+                       ("test_file", data_option(test, "test"))):
         if data is not None:
-            options[name] = str(data) if isinstance(data, os.PathLike) else data
+            options[name] = data
     if isinstance(config, (str, os.PathLike)):
         resolved = resolve_config(config_file=str(config), **options)
     else:

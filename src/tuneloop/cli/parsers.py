@@ -43,10 +43,9 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         argv = list(sys.argv[1:] if args is None else args)
         commands = self._commands()
-        first = next((a for a in argv if not a.startswith("-")), None)
-        if commands and first is not None and first not in commands and argv.index(first) == 0:
-            meant = difflib.get_close_matches(first, commands, n=1, cutoff=0.6)
-            self.error(f"unknown command {first!r}" + (f"; did you mean {meant[0]}?" if meant else "") +
+        if commands and argv and not argv[0].startswith("-") and argv[0] not in commands:
+            meant = difflib.get_close_matches(argv[0], commands, n=1, cutoff=0.6)
+            self.error(f"unknown command {argv[0]!r}" + (f"; did you mean {meant[0]}?" if meant else "") +
                        f" (commands: {', '.join(commands)})")
         ns, extras = self.parse_known_args(argv, namespace)
         if extras:

@@ -184,6 +184,13 @@ def as_table(data, split: str):
     return table
 
 
+def data_option(data, split: str):
+    """`data` as a data option's value (train_file, validation_file, test_file): a path as its string, anything else
+    as as_table makes it; None stays None."""
+    table = as_table(data, split)
+    return str(table) if hasattr(table, "__fspath__") else table
+
+
 def _as_table(data, split: str) -> Table:
     kind = type(data).__name__
     if kind == "DatasetDict":

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from pathlib import Path
 
@@ -82,12 +81,11 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     (data options as `tuneloop evaluate` takes them: --validation-file FILE, --task with --data-dir, ...) or
     `validation` (a DataFrame, datasets.Dataset or (texts, labels), as Classifier.evaluate takes): a run fed from
     Python records its tables only by their description."""
-    from ..data.memory import as_table
+    from ..data.memory import data_option
 
     data = dict(data or {})
     if validation is not None:
-        table = as_table(validation, "validation")
-        data["validation_file"] = str(table) if isinstance(table, os.PathLike) else table
+        data["validation_file"] = data_option(validation, "validation")
     if allow_drop is not None and not (math.isfinite(allow_drop) and allow_drop >= 0):
         raise TuneloopError(f"--allow-drop: a number of points, at least 0 (0.5 is the default), got {allow_drop}")
     extras.require("export")

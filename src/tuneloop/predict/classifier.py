@@ -362,12 +362,11 @@ class Classifier(contextlib.AbstractContextManager):
         default the validation data recorded with the model — under the saved decision rule unless `raw`. Data of
         several splits (MNLI's matched and mismatched) adds every split's under `["eval_splits"]` and
         `["per_class_splits"]`; the first split's are `eval` and `per_class`."""
-        from ..data.memory import as_table
+        from ..data.memory import data_option
         from ..runtime.process import library_output
         from .evaluate import evaluation
 
         if data is not None:
-            table = as_table(data, "validation")
-            data_options["validation_file"] = str(table) if isinstance(table, os.PathLike) else table
+            data_options["validation_file"] = data_option(data, "validation")
         with library_output(quiet):
             return evaluation(self, {**data_options, "quiet": quiet}, output, raw)[0]

@@ -109,12 +109,13 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
                    "decision_rule": rule.describe() if rule is not None else "raw scores: argmax / 0.5"}
         if len(per_split) > 1:
             results["eval_splits"] = per_split
-        tables = {split: per_class(rule.decision_logits(logits) if rule is not None else logits, gold, labels)
-                  for split, (logits, gold) in result.outputs.items()}  # decided as the metrics are
-        if next(iter(tables.values())) is not None:      # precision, recall, F1, support per class
-            results["per_class"] = next(iter(tables.values()))          # the first split's, as "eval"
-            if len(tables) > 1:
-                results["per_class_splits"] = tables                     # every split's, as "eval_splits"
+        classes = {split: per_class(rule.decision_logits(logits) if rule is not None else logits, gold, labels)
+                   for split, (logits, gold) in result.outputs.items()}  # decided as the metrics are
+        first = next(iter(classes.values()))            # precision, recall, F1, support per class (None: regression)
+        if first is not None:
+            results["per_class"] = first                                 # the first split's, as "eval"
+            if len(classes) > 1:
+                results["per_class_splits"] = classes                    # every split's, as "eval_splits"
         if output and accelerator.is_main_process:
             atomic_write_json(output, results)
         return results, result

@@ -134,7 +134,6 @@ def gate_kept_model(folder, config, rows: int) -> None:
                    tables=config.python_tables())
 
 
-
 def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=None, tables=None) -> None:
     """gate_precision's gate for a saved model folder, said before and after (an experiment's kept model, a
     search's best: their runs skip it); `tables`: the run's config.python_tables(), read for its rows."""
