@@ -12,7 +12,7 @@ from tuneloop import DataError, TrainConfig
 from tuneloop.data.batching import LengthGroupedSampler, make_collator, train_loader
 from tuneloop.data.labels import LabelEncoder, infer_label_schema
 from tuneloop.data.prepare import prepare_data
-from tuneloop.data.readers import detect_columns
+from tuneloop.data.columns import detect_columns
 from tuneloop.data.sources import load_glue_folder, load_user_files
 from tuneloop.model.tokenizer import load_tokenizer
 from tuneloop.tasks import TASKS
@@ -81,6 +81,13 @@ def test_header_only_and_empty_files(tmp_path):
     (["question", "sentence", "label"], (("question", "sentence"), "label", None)),
     (["text", "score"], (("text",), "score", None)),
     (["review", "target"], (("review",), "target", None)),
+    (["ID", "Text", "Label"], (("Text",), "Label", "ID")),                      # any letter case
+    (["Sentence1", " sentence2 ", "LABEL"], (("Sentence1", " sentence2 "), "LABEL", None)),
+    (["text", "Text", "label"], (("text",), "label", None)),                    # the exact name first
+    (["utterance", "intent"], (("utterance",), "intent", None)),
+    (["review", "mood"], (("review",), "mood", None)),                          # the one column left over
+    (["Unnamed: 0", "review", "mood"], (("review",), "mood", None)),            # beside pandas' index
+    (["id", "review", "mood"], (("review",), "mood", "id")),
 ])
 def test_column_detection(columns, expected):
     found = detect_columns("f.csv", columns, None, None, need_label=True)
@@ -95,7 +102,21 @@ def test_column_overrides_and_missing_columns():
     with pytest.raises(DataError, match=r"cannot tell which column holds the text.*--text-columns"):
         detect_columns("f.csv", ["a", "b"], None, None, need_label=True)
     with pytest.raises(DataError, match=r"cannot tell which column holds the label.*--label-column"):
-        detect_columns("f.csv", ["text", "b"], None, None, need_label=True)
+        detect_columns("f.csv", ["text", "b", "c"], None, None, need_label=True)
+    with pytest.raises(DataError, match=r"cannot tell which column holds the text"):   # two alike: not guessed
+        detect_columns("f.csv", ["TEXT", "Text", "label"], None, None, need_label=True)
+    assert detect_columns("f.csv", ["text", "b"], None, None, need_label=False).label is None   # to predict
+    assert not detect_columns("f.csv", ["text", "label", "b"], None, None, need_label=True).label_left_over
+    with pytest.raises(DataError, match=r"^f\.csv: no text column 'titel' \(columns: body, title\); did you mean "
+                                        r"'title'\? fix --text-columns$"):
+        detect_columns("f.csv", ["body", "title"], ["titel"], None, need_label=False)
+    with pytest.raises(DataError, match=r"^f\.csv: no label column 'lable' \(columns: text, Label\); did you mean "
+                                        r"'Label'\? fix --label-column$"):
+        detect_columns("f.csv", ["text", "Label"], None, "lable", need_label=True)
+    found = detect_columns("f.csv", ["Review", "Stars"], ["review"], "stars", need_label=True)   # named: any case
+    assert (found.text, found.label) == (("Review",), "Stars")
+    with pytest.raises(DataError, match=r"^f\.csv: no label column 'stars' \(columns: text, b\); fix --label-column$"):
+        detect_columns("f.csv", ["text", "b"], None, "stars", need_label=True)
     with pytest.raises(DataError, match=r"f\.csv: column 'title' is named as both a text column and the label "
                                         r"column; the model would read its answer"):
         detect_columns("f.csv", ["body", "title"], ["body", "title"], "title", need_label=True)
@@ -528,6 +549,20 @@ def test_the_columns_a_training_file_is_read_by_are_said_when_detected(tmp_path,
     with caplog.at_level(logging.INFO, logger="tuneloop"):
         load_user_files(str(path), None, None, ["title", "body"], "category")
     assert not [r for r in caplog.records if r.getMessage().startswith("columns of")]    # named: nothing to say
+
+
+def test_the_one_column_left_over_is_the_label_and_said(tmp_path, caplog):
+    import logging
+
+    path = tmp_path / "reviews.csv"
+    path.write_text("Review,Mood\nthe cat sat,happy\nthe dog ran,sad\na cat ran,happy\n")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        raw = load_user_files(str(path), None, None, None, None)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("columns of")]
+    assert said == [f"columns of {path}: text 'Review', label 'Mood' (the one other column) (detected; "
+                    "--text-columns / --label-column name others)"]
+    assert raw.text_columns == ("Review",)
+    assert sorted(raw.train["label"]) == ["happy", "happy", "sad"]
 
 
 def test_an_excel_workbook_is_read_as_a_csv_file_is(tmp_path, caplog):

@@ -201,6 +201,27 @@ def test_single_example_prediction(topic_run, capsys):
     assert set(answer) == {"label", "prob_politics", "prob_science", "prob_sport", "decision_rule"}
 
 
+def test_columns_in_another_letter_case_are_found_to_predict_and_evaluate(topic_run, tmp_path, capsys):
+    """A model trained on `text`/`topic` reads a file headed `ID,TEXT,Topic` (as a spreadsheet writes them)."""
+    root, out, _ = topic_run
+    rows = list(csv.DictReader(open(write_topics(tmp_path / "new.csv", 30, 3))))
+    upper = tmp_path / "upper.csv"
+    with open(upper, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["ID", "TEXT", "Topic"])
+        writer.writerows([r["id"], r["text"], r["topic"]] for r in rows)
+    target = tmp_path / "pred.jsonl"
+    assert main(["predict", "--model", str(out / "model"), "--input", str(upper), "--output", str(target),
+                 "--keep-columns", "none", "--quiet"]) == 0
+    predicted = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [p["id"] for p in predicted] == [r["id"] for r in rows]          # its ID column, found as `id` is
+    assert sum(p["label"] == r["topic"] for p, r in zip(predicted, rows, strict=True)) >= 18
+    metrics = tmp_path / "metrics.json"                    # the run's recorded columns, text and topic, read too
+    assert main(["evaluate", "--model", str(out / "model"), "--validation-file", str(upper), "--output",
+                 str(metrics), "--quiet"]) == 0
+    assert json.loads(metrics.read_text())["eval"]["num_samples"] == 30
+
+
 def test_regression_reports_correlations(tiny_model, tmp_path):
     rng = random.Random(0)
 

@@ -158,7 +158,7 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
                                         r"train=df.reset_index\(names=\"text\"\)$"):
         tuneloop.train(**fast_options(tiny_model), train=train.set_index("review"), output_dir=str(tmp_path / "r"))
     with pytest.raises(DataError, match=r"cannot tell which column holds the label .*label_column=\"COLUMN\""):
-        tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}),
+        tuneloop.train(**fast_options(tiny_model), train=train.rename(columns={"stars": "x"}).assign(extra=1),
                        text_columns=["review"], output_dir=str(tmp_path / "run"))
 
 

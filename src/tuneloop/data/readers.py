@@ -1,4 +1,4 @@
-"""Reading the user's files: formats, CSV dialects, rows with their positions, and which columns hold what.
+"""Reading the user's files: formats, CSV dialects, rows with their positions (which columns hold what: columns).
 
 Every reader yields (position, {column: value}); the position is the file's line for csv/tsv/jsonl (a header
 counts as line 1) and the item or row number for json arrays and parquet. A text format may come compressed
@@ -17,9 +17,8 @@ import json
 import logging
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
 
 from ..exceptions import DataError
 from ..sheets import data_file
@@ -74,16 +73,6 @@ def decimal_comma(source: str) -> bool:
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet", ".xlsx": "xlsx"}
 BINARY = (".parquet", ".xlsx")         # formats read from the file itself: not from a compressed copy
-TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
-                     ("question", "sentence"), ("question", "context"), ("query", "passage"),
-                     ("text1", "text2"), ("text_a", "text_b"), ("text", "text_pair"),
-                     ("#1 String", "#2 String")]
-TEXT_COLUMN_SINGLES = ["text", "sentence", "review", "content", "document", "comment", "tweet", "body", "input"]
-LABEL_COLUMNS = ["label", "labels", "score", "target", "class", "category", "gold_label", "Quality",
-                 "is_duplicate", "y"]
-ID_COLUMNS = ["id", "idx", "index", "guid"]
-
-
 COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 
 
@@ -338,50 +327,3 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
     for _, row in _json_rows(path, fmt):
         return list(row)
     return []
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Which columns of a source file hold the texts, the label and the example id."""
-
-    text: tuple[str, ...]
-    label: Optional[str] = None
-    id: Optional[str] = None
-
-
-def detect_columns(path: str, available: list[str], text: list[str] | None, label: str | None,
-                   need_label: bool) -> Columns:
-    """Use the columns the user named, or find the usual ones; explain what is missing otherwise."""
-    have = set(available)
-    shown = ", ".join(available)
-    if text:
-        missing = [c for c in text if c not in have]
-        if missing:
-            raise DataError(f"{path}: no text column {missing[0]!r} (columns: {shown}); fix --text-columns")
-        text_cols = tuple(text)
-    else:
-        text_cols = next((pair for pair in TEXT_COLUMN_PAIRS if set(pair) <= have), None)
-        if text_cols is None:
-            single = next((c for c in TEXT_COLUMN_SINGLES if c in have), None)
-            if single is None:
-                raise DataError(f"{path}: cannot tell which column holds the text (columns: {shown}); name it with "
-                                "--text-columns COLUMN or --text-columns FIRST,SECOND")
-            text_cols = (single,)
-    label_col = None
-    if label:
-        if label not in have:
-            if need_label:
-                raise DataError(f"{path}: no label column {label!r} (columns: {shown}); fix --label-column")
-        elif label in text_cols:
-            raise DataError(f"{path}: column {label!r} is named as both a text column and the label column; the "
-                            "model would read its answer (fix --text-columns or --label-column)")
-        else:
-            label_col = label
-    else:
-        label_col = next((c for c in LABEL_COLUMNS if c in have and c not in text_cols), None)
-        if label_col is None and need_label:
-            raise DataError(f"{path}: cannot tell which column holds the label (columns: {shown}); name it with "
-                            "--label-column COLUMN")
-    id_col = next((c for c in ID_COLUMNS if c in have and c not in text_cols and c != label_col), None)
-    return Columns(text_cols, label_col, id_col)
-

@@ -17,8 +17,9 @@ from typing import Iterator, Optional
 from ..exceptions import DataError
 from ..sheets import SHEET_MARK, sheet_path
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
+from .columns import Columns, detect_columns
 from .memory import Table
-from .readers import Columns, detect_columns, file_columns, iter_rows, position_word
+from .readers import file_columns, iter_rows, position_word
 
 log = logging.getLogger("tuneloop")
 
@@ -279,6 +280,7 @@ def said_columns(path, columns, available) -> None:
     used = [*columns.text, columns.label, columns.id]
     unread = [c for c in available if c not in used]
     log.info(f"columns of {path}: text {', '.join(map(repr, columns.text))}, label {columns.label!r}"
+             + (" (the one other column)" if columns.label_left_over else "")
              + (f", id {columns.id!r}" if columns.id else "") + " (detected; --text-columns / --label-column name "
              "others)" + (f"; not read: {', '.join(map(str, unread[:8]))}{' ...' if len(unread) > 8 else ''}"
                           if unread else ""))

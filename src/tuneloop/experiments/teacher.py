@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.columns import detect_columns
 from ..data.labels import LabelSchema, _split_labels
-from ..data.readers import FORMATS, detect_columns, file_columns, format_suffix, iter_rows, position_word
+from ..data.readers import FORMATS, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
 from ..sheets import is_data_file

@@ -11,8 +11,9 @@ from ..atomic import atomic_write_json, check_place, same_file
 from ..config.data_options import DataOptions
 from ..config.fields import need
 from ..config.options import default, with_trait
+from ..data.columns import detect_columns
 from ..data.prepare import prepare_data
-from ..data.readers import detect_columns, file_columns
+from ..data.readers import file_columns
 from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
