@@ -52,8 +52,8 @@ def _first(available: list, names: list, taken=()) -> str | None:
 
 
 def _did_you_mean(available: list, name: str) -> str:
+    """' did you mean 'title'?' for the column whose name is closest to `name` (or '': none close enough)."""
     close = difflib.get_close_matches(_key(name), [_key(c) for c in available], n=1, cutoff=0.75)
-    """' did you mean 'Title'?' for the column whose name is closest to `name` (or ''; a typo, another case)."""
     return next((f" did you mean {c!r}?" for c in available if close and _key(c) == close[0]), "")
 
 
