@@ -629,3 +629,11 @@ def test_a_data_path_can_name_a_workbooks_sheet(tmp_path):
     assert sheet_path(str(odd)) == (str(odd), None) and list(iter_rows(str(odd))) == [(2, {"text": "the dog",
                                                                                             "label": "no"})]
     assert sheet_path("rows.csv#x") == ("rows.csv#x", None)  # only workbooks have sheets
+
+
+def test_a_models_recorded_text_columns_are_found_in_any_letter_case(tmp_path):
+    from tuneloop.predict.evaluate import known_text
+
+    path = tmp_path / "new.csv"
+    path.write_text("Ticket_Text,Other\nprinter is down,x\n")
+    assert known_text(str(path), {"text_columns": ["ticket_text"]}, None) == ("Ticket_Text",)

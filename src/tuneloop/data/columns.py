@@ -69,7 +69,7 @@ def detect_columns(path: str, available: list, text: list[str] | None, label: st
                             f"{_did_you_mean(available, missing[0])} fix --text-columns")
         text_cols = tuple(named(available, c) for c in text)
     else:
-        text_cols = next((pair for pair in ([named(available, a), named(available, b)] for a, b in TEXT_COLUMN_PAIRS)
+        text_cols = next((pair for pair in (tuple(named(available, c) for c in two) for two in TEXT_COLUMN_PAIRS)
                           if None not in pair), None)
         if text_cols is None:
             single = _first(available, TEXT_COLUMN_SINGLES)
@@ -77,7 +77,6 @@ def detect_columns(path: str, available: list, text: list[str] | None, label: st
                 raise DataError(f"{path}: cannot tell which column holds the text (columns: {shown}); name it with "
                                 "--text-columns COLUMN or --text-columns FIRST,SECOND")
             text_cols = (single,)
-        text_cols = tuple(text_cols)
     label_col, left_over = None, False
     if label:
         label = named(available, label) or label
@@ -93,7 +92,7 @@ def detect_columns(path: str, available: list, text: list[str] | None, label: st
     else:
         label_col = _first(available, LABEL_COLUMNS, taken=text_cols)
     id_col = _first(available, ID_COLUMNS, taken=(*text_cols, label_col))
-    if label_col is None and need_label and not label:
+    if label_col is None and need_label:     # (a label named and missing has stopped above)
         others = [c for c in available if c not in text_cols and c != id_col and not _INDEX.fullmatch(str(c))]
         if len(others) == 1:                 # review,sentiment: nothing else it could be
             label_col, left_over = others[0], True

@@ -11,7 +11,7 @@ from ..atomic import atomic_write_json, check_place, same_file
 from ..config.data_options import DataOptions
 from ..config.fields import need
 from ..config.options import default, with_trait
-from ..data.columns import detect_columns
+from ..data.columns import detect_columns, named
 from ..data.prepare import prepare_data
 from ..data.readers import file_columns
 from ..data.sources import canonical_rows
@@ -190,8 +190,9 @@ def known_text(path: str, meta: dict, given) -> tuple | None:
         return tuple(given)
     columns = file_columns(path)
     recorded = meta.get("text_columns") or []
-    if recorded and set(recorded) <= set(columns):
-        return tuple(recorded)
+    found = tuple(named(columns, c) for c in recorded)       # in this file's letter case
+    if recorded and None not in found:
+        return found
     found = detect_columns(path, columns, None, None, need_label=False).text
     if recorded and len(found) != len(recorded):
         raise DataError(f"{path}: the model reads {len(recorded)} text column(s) ({', '.join(recorded)}) but the file "
