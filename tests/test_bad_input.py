@@ -121,6 +121,12 @@ def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_d
     odd = write(tmp_path / "odd.csv", "foo,bar\nthe cat,the dog\n")
     check(*run_cli(["predict", "--model", str(out / "model"), "--input", str(odd), "--output",
                     str(tmp_path / "p.csv")], capsys), "odd.csv", "--text-columns")
+    blank = write(tmp_path / "blank.csv", "sentence1,sentence2\nthe cat,the dog\nthe cow, \n")
+    code, err = run_cli(["predict", "--model", str(out / "model"), "--input", str(blank), "--output",
+                         str(tmp_path / "p.csv")], capsys)
+    check(code, err, "blank.csv: line 3: column 'sentence2' is empty; fill it in or drop the row (an empty text gives "
+          "the model nothing to read)")
+    assert "trained" not in err                   # said as predicting, not as training
     assert not (tmp_path / "p.csv").exists()
     # one example on the command line: an empty text is said as the argument it is
     check(*run_cli(["predict", "--model", str(out / "model"), "the cat", "  "], capsys), "the second text is empty")
@@ -193,8 +199,10 @@ def test_an_empty_text_cell_in_a_file_stops_the_run(tiny_model, tmp_path, capsys
     data.write_text("text,label\nthe cat sat,a\n  ,b\ndog,a\n")
     assert main(["train", "--model", tiny_model, "--train-file", str(data), "--output-dir", str(tmp_path / "run"),
                  "--quiet"]) == 2
-    assert f"{data}: line 3: column 'text' is empty" in capsys.readouterr().err
+    assert f"{data}: line 3: column 'text' is empty; fill it in or drop the row (an empty text would be trained on" \
+        in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
 
 
 def test_a_checkpoint_missing_encoder_weights_stops_the_run(tiny_model, tmp_path, good, good_dev, capsys):

@@ -94,6 +94,32 @@ def test_auto_swaps_the_pooler_for_the_mean_and_fits_the_head_on_it(mean_run):
     assert result["eval"]["accuracy"] >= 0.8
 
 
+def test_a_run_folder_trains_anew_from_its_model_still_reading_the_mean(mean_run, tmp_path, capfd):
+    """--model RUN takes the run's model/ (as predict and evaluate do); a tuneloop folder that reads the mean has no
+    sentence-transformers files left, and `auto` keeps the mean it was saved with, and says so."""
+    _, train, dev, out = mean_run
+    again = tmp_path / "again"
+    result = tuneloop.train(**fast_options(str(out), **SETFIT, quiet=False),
+                            train_file=write_pairs(tmp_path / "train.csv", train),
+                            validation_file=write_pairs(tmp_path / "dev.csv", dev), output_dir=str(again))
+    assert result["setfit"]["pooling"] == "mean"
+    assert "SetFit pooling: mean (the model was saved by tuneloop reading the mean" in capfd.readouterr().err
+    assert isinstance(tuneloop.load(again).model.base_model.pooler, MeanPooler)
+    assert result["eval"]["accuracy"] >= 0.8
+
+
+def test_model_names_a_run_folder_without_a_model(mean_run, tmp_path):
+    from tuneloop.model.loading import resolve_model
+
+    _, _, _, out = mean_run
+    assert resolve_model(str(out)) == str(out / "model")
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    shutil.copy(out / "tuneloop-run.json", unfinished)
+    with pytest.raises(TuneloopError, match="no config.json.*run folder that holds its model/ .this run has not"):
+        resolve_model(str(unfinished))
+
+
 def test_padding_does_not_change_a_prediction(mean_run):
     _, (texts, _), _, out = mean_run
     clf = tuneloop.load(out)

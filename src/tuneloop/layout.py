@@ -53,6 +53,16 @@ def eval_outputs_file(split: str) -> str:
     return f"eval_{split}.npz"
 
 
+def model_folder(path):
+    """A run folder's final model (RUN/model), a search's best (OUT/best: its one model), or `path` itself (a model
+    folder, or a Hub id)."""
+    from pathlib import Path
+
+    path = Path(path)
+    inner = path / (BEST_DIR if (path / SEARCH_FILE).is_file() else MODEL_DIR)
+    return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
+
+
 def not_one_run(folder) -> str:
     """For messages about a folder that is not one run: what an experiment's or a search's folder holds instead
     (empty for any other folder)."""

@@ -50,8 +50,8 @@ PRECISIONS = ("auto", "fp32", "bf16", "int8", "fp16")   # a loaded model (predic
 class TrainConfig(DataOptions):
     # data: the fields of DataOptions (data_options.py) come first
     # model
-    model: str = opt("minilm", "a Hub model id, a local model folder, or `minilm` (the embedded "
-                     "all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR", common=True)
+    model: str = opt("minilm", "a Hub model id, a model folder or tuneloop run folder, or `minilm` (the "
+                     "embedded all-MiniLM-L6-v2, available offline)", "model", metavar="ID|DIR", common=True)
     attention: str = opt("auto", "how attention is computed: sdpa or eager (transformers' own), chunked (tuneloop's, "
                          "1.5-5.9x faster on CPUs for texts up to 128 tokens, the same results). auto: the fastest "
                          "this model supports here", "model", ATTENTION,

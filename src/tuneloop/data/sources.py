@@ -83,7 +83,8 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
             value = str(value)
             if not value.strip():
                 raise DataError(f"{where}: {word} {position}: column {column!r} is empty; fill it in or drop the "
-                                "row (an empty text would be trained on as if it said something)")
+                                "row (" + ("an empty text would be trained on as if it said something)" if need_label
+                                           else "an empty text gives the model nothing to read)"))
             texts.append(value)
         if label:            # typed values (Python's, JSON's); a text file's are all texts
             label_kinds = _same_kind(label_kinds, row.get(label), where, word, position, label)

@@ -22,9 +22,9 @@ import numpy as np
 from .. import extras
 from ..atomic import atomic_folder, check_place
 from ..exceptions import TuneloopError
-from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE
+from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE, model_folder
 from ..model.onnx_model import export_file, is_onnx_folder
-from ..predict.classifier import Classifier, model_folder
+from ..predict.classifier import Classifier
 from ..predict.evaluate import check_output, evaluation
 from ..predict.routes import compare
 from ..runtime.process import command_scope

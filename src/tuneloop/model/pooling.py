@@ -171,6 +171,8 @@ def choose(asked: str, name: str, model, lora: bool = False) -> tuple[str, str]:
                           "pooler); use --setfit-pooling head, or train without --lora")
     if asked != "auto":
         return asked, "as asked"
+    if getattr(model.config, CONFIG_KEY, None) in ("mean", MEAN_RAW):      # restored from its saved config
+        return "mean", "the model was saved by tuneloop reading the mean, and still reads it"
     declared = sentence_transformer_pooling(name)
     if declared != "mean":
         return "head", "the model declares no sentence-transformers mean pooling"

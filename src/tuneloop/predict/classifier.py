@@ -24,7 +24,7 @@ from ..data.long_texts import TextPolicy, default_max_length
 from ..data.unknown_tokens import counted, warn_unknown_in_predictions
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import ADAPTER_CONFIG_FILE, BEST_DIR, MODEL_CONFIG_FILE, MODEL_DIR, SEARCH_FILE
+from ..layout import ADAPTER_CONFIG_FILE, model_folder
 from ..model.loading import load_saved_model, read_metadata, resolve_model
 from ..model.lora import is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
@@ -62,14 +62,6 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
         return model, model.config
     except (OSError, ValueError) as e:
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
-
-
-def model_folder(path: str | os.PathLike) -> Path:
-    """A run folder's final model (RUN/model), a search's best (OUT/best: its one model), or `path` itself (a model
-    folder, or a Hub id)."""
-    path = Path(path)
-    inner = path / (BEST_DIR if (path / SEARCH_FILE).is_file() else MODEL_DIR)
-    return inner if (inner / MODEL_CONFIG_FILE).is_file() or (inner / ADAPTER_CONFIG_FILE).is_file() else path
 
 
 def gate_folder(folder, *, cpu: bool = False, batch_size: int | None = None, stop=None, tables=None) -> dict:
