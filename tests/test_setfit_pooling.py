@@ -108,6 +108,14 @@ def test_a_run_folder_trains_anew_from_its_model_still_reading_the_mean(mean_run
     assert result["eval"]["accuracy"] >= 0.8
 
 
+def test_inspect_says_why_a_setfit_run_ranks_no_training_labels(mean_run, capsys):
+    _, _, _, out = mean_run
+    assert not (out / "label_issues.csv").exists()
+    assert main(["inspect", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"{out / 'label_issues.csv'}: not written: --method setfit fits its head outside the training loop" in said
+
+
 def test_model_names_a_run_folder_without_a_model(mean_run, tmp_path):
     from tuneloop.model.loading import resolve_model
 

@@ -140,6 +140,8 @@ def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny
 
     said = describe_failures(out).splitlines()
     assert said[0].endswith("errors.csv: 30 validation rows, largest error first")
+    assert any(line.endswith("label_issues.csv: not written: a regression run has no classes to doubt a label "
+                             "against") for line in said)
 
     again, new = load_model(str(folder), model_config(str(folder), tuneloop.load(folder).label_schema, None, 0.0, 0),
                             "eager", loading_info=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..exceptions import TuneloopError
-from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, not_one_run
+from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, RESULTS_FILE, not_one_run
+from ..tasks import REGRESSION
 
 
 def read_rows(path) -> list[dict] | None:
@@ -33,11 +34,13 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
     for path, what in files:
         rows = read_rows(path)
         if rows is None:
+            if path.name == LABEL_ISSUES_FILE:
+                lines += [f"{path}: not written: {why_no_label_issues(folder)}", ""]
             continue
         flagged = sum(r.get("likely_wrong") == "True" for r in rows)
         if rows and "abs_error" in rows[0]:                     # regression: every row, by its error
             what = "validation rows, largest error first"
-        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
+        lines.append(f"{path}: {len(rows)} {what if len(rows) != 1 else what.replace(' rows ', ' row ', 1)}" + (f"; confident learning flags {flagged}" if flagged else ""))
         for n, r in enumerate(rows[:top], 1):
             if "given" in r:
                 head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"
@@ -52,3 +55,21 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
             lines += [f"      {key}: {cut(r[key])}" for key in ("text", "text_a", "text_b") if key in r]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def why_no_label_issues(folder) -> str:
+    """Why a finished run has no label_issues.csv, from its results.json: the ranking reads each training row's
+    probability of its label at every epoch of the training loop."""
+    import json
+
+    try:
+        results = json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        results = {}
+    method = (results.get("setfit") or {}).get("method")
+    if results.get("problem_type") == REGRESSION:
+        return "a regression run has no classes to doubt a label against"
+    if method:
+        return (f"--method {method} fits its head outside the training loop, whose per-epoch probabilities of each "
+                "training row's label the ranking reads")
+    return "the run's log (train.log) says why"
