@@ -71,5 +71,6 @@ def why_no_label_issues(folder) -> str:
         return "a regression run has no classes to doubt a label against"
     if method:
         return (f"--method {method} fits its head outside the training loop, whose per-epoch probabilities of each "
-                "training row's label the ranking reads")
+                "training row's label the ranking reads; `tuneloop train --folds K` ranks every training row by "
+                "out-of-fold predictions, with any method")
     return "the run's log (train.log) says why"
