@@ -339,6 +339,29 @@ def test_labels_that_differ_only_in_case_or_spacing_are_said(tmp_path, caplog):
     assert not caplog.records
 
 
+def test_labels_that_are_other_labels_joined_say_the_label_separator(caplog):
+    """'sports|tech' beside 'sports' and 'tech': a multi-label column without --label-separator is said (and still
+    trained as asked); a label that merely holds the character ('R&D; Sales' beside no 'R&D') is not."""
+    import logging
+
+    import datasets
+
+    table = datasets.Dataset.from_dict({"label": ["sports", "tech", "sports|tech", "tech | sports", "news"]})
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        schema = infer_label_schema(table, "auto", None, "tags.csv")
+    assert schema.problem_type == "single_label_classification" and len(schema.names) == 5
+    assert [r.getMessage() for r in caplog.records] == [
+        "tags.csv: the labels 'sports|tech', 'tech | sports' are other labels joined by '|', and are trained as classes "
+        "of their own (5 in all); if a row can carry several labels, give --label-separator '|' to train one output "
+        "per label (multi-label)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        infer_label_schema(datasets.Dataset.from_dict({"label": ["R&D; Sales", "Sales", "HR"]}), "auto", None, "d.csv")
+        infer_label_schema(table, "single_label_classification", None, "tags.csv")      # asked for: not second-guessed
+        schema = infer_label_schema(table, "auto", "|", "tags.csv")
+    assert not caplog.records and schema.names == ["news", "sports", "tech"]
+
+
 def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_said(tmp_path, caplog):
     """Excel writes ';' where the comma is the decimal mark: there "2,6" is 2.6 (regression, read alike by the
     training and the evaluation encoder); in a comma .csv the same quoted labels stay classes, with a warning, and

@@ -158,11 +158,30 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
                         "with ';' separators (a decimal-comma file)")
     if guessed:
         _check_guessed_classes(names, numeric, len(train), source)
+        _say_label_sets(names, source)
     if len(names) < 2:
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
     _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names)
+
+
+SET_SEPARATORS = ("|", ";", ",", "+")     # what joins several labels in one cell, as spreadsheets write sets
+
+
+def _say_label_sets(names: list[str], source: str) -> None:
+    """Single-label classes guessed from labels where some are others joined ('sports|tech' beside 'sports' and
+    'tech'): almost always a multi-label column missing its --label-separator, so the log says so."""
+    alone = set(names)
+    for separator in SET_SEPARATORS:
+        joined = [n for n in names if separator in n
+                  and all(part.strip() in alone for part in n.split(separator))]
+        if joined:
+            shown = ", ".join(repr(n) for n in joined[:3]) + (f" and {len(joined) - 3} more" if len(joined) > 3 else "")
+            log.warning(f"{source}: the labels {shown} are other labels joined by {separator!r}, and are trained as "
+                        f"classes of their own ({len(names)} in all); if a row can carry several labels, give "
+                        f"--label-separator '{separator}' to train one output per label (multi-label)")
+            return
 
 
 def _say_labels_on_every_row(names: list[str], sets: list[set], source: str) -> None:
