@@ -20,12 +20,12 @@ METHODS = {"tuneloop, usual settings": "tuneloop", "tuneloop defaults": "tuneloo
            "setfit-n20", "TF-IDF": "tfidf"}
 FIGURE = re.compile(r"^\**(\d+\.\d+)(?: ± (\d+\.\d+))?\**")
 LINKED = re.compile(r"benchmarks/results/([\w.-]+\.json)")
-MEAN_STD = re.compile(r"(\d+\.\d+)\s+±\s+(\d+\.\d+)")
+MEAN_STD = re.compile(r"([−-]?\d+\.\d+)\s+±\s+(\d+\.\d+)")      # a mean's sign is part of it
 
 
 def shows(shown: str, value: float) -> bool:
     """A figure shown to three decimals is the results' four-decimal value (0.6745 may show as 0.675)."""
-    return abs(float(shown) - value) <= 0.0005 + 1e-9
+    return abs(float(shown.replace("−", "-")) - value) <= 0.0005 + 1e-9
 
 
 def tables(text: str) -> dict[str, list[list[str]]]:

@@ -163,6 +163,9 @@ def test_auto_compares_only_few_rows_per_class_under_the_small_data_line():
         data = SimpleNamespace(train=[None] * rows, labels=SimpleNamespace(objective=two))
         config, chosen = choose.decide(TrainConfig(method="auto"), data, None, None, None, None)
         assert (config.method, chosen) == (method, None)                 # the usual run, nothing recorded
+    scores = SimpleNamespace(classes=[], multi_label=False, num_labels=1)     # regression: fine-tuning, no folds
+    data = SimpleNamespace(train=[None] * 40, labels=SimpleNamespace(objective=scores))
+    assert choose.decide(TrainConfig(method="auto"), data, None, None, None, None)[0].method == "finetune"
     named = choose.decide(TrainConfig(method="probe"), None, None, None, None, None)
     assert named[0].method == "probe" and named[1] is None
 

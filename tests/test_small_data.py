@@ -14,15 +14,13 @@ from conftest import write_mrpc_folder
 import tuneloop
 from tuneloop import TrainConfig
 from tuneloop.config.resolve import resolve_config
-from tuneloop.objective import objective_for
 from tuneloop.training import small_data
 from tuneloop.training.state import MAX_EPOCH_EVALUATIONS, Plan
 
-SINGLE, REGRESSION = objective_for("single_label_classification"), objective_for("regression")
 
 
-def adapted(rows: int, problem: str = SINGLE, **options):
-    return small_data.adapt(resolve_config(machine=False, **options), rows, problem)
+def adapted(rows: int, **options):
+    return small_data.adapt(resolve_config(machine=False, **options), rows)
 
 
 def test_defaults_on_a_small_set_train_longer_with_warmup_and_say_so(caplog):
@@ -42,16 +40,25 @@ def test_the_recipes_values_adapt_but_the_users_own_are_kept():
     assert adapted(400, max_steps=30).epochs == 3             # a step budget of the user's is a choice too
 
 
-def test_off_large_regression_and_resumed_runs_are_left_alone():
+def test_a_small_regression_set_trains_longer_too():
+    """Few optimizer steps under-train a regression head as they leave a classifier in its majority class
+    (benchmarks/bench_small_regression.py): regression under the line gets the same settings."""
+    config = adapted(400, problem_type="regression")
+    assert (config.small_data, config.epochs, config.warmup_ratio) == ("on", 10, 0.1)
+    assert adapted(5000, problem_type="regression").small_data == "off"
+
+
+def test_off_large_and_resumed_runs_are_left_alone():
     base = resolve_config(machine=False)
-    for config, rows, problem in ((base.replace(small_data="off"), 400, SINGLE), (base, 5000, SINGLE),
-                                  (base, 400, REGRESSION), (base.replace(method="setfit"), 400, SINGLE)):
-        after = small_data.adapt(config, rows, problem)
+    for config, rows in ((base.replace(small_data="off"), 400), (base, 5000),
+                         (base.replace(small_data="off", problem_type="regression"), 400),
+                         (base.replace(method="setfit"), 400)):
+        after = small_data.adapt(config, rows)
         assert after.small_data == "off" and (after.epochs, after.lr, after.warmup_ratio) == (3, 5e-5, 0.0)
-    forced = small_data.adapt(base.replace(small_data="on"), 5000, SINGLE)
+    forced = small_data.adapt(base.replace(small_data="on"), 5000)
     assert forced.small_data == "on" and forced.warmup_ratio == 0.1 and forced.epochs == 3   # 1875 steps already
     resumed = base.replace(small_data="on", epochs=4, resume="latest")
-    assert small_data.adapt(resumed, 400, SINGLE) is resumed   # config.yaml recorded what ran
+    assert small_data.adapt(resumed, 400) is resumed   # config.yaml recorded what ran
 
 
 def long_enough(epochs: int, steps_per_epoch: int) -> bool:
@@ -110,6 +117,6 @@ def test_what_the_rule_changes_is_what_the_options_declare_it_may():
     changed = set()
     for options in ({}, {"recipe": "fast"}):
         before = resolve_config(machine=False, **options)
-        after = small_data.adapt(before, 400, SINGLE)
+        after = small_data.adapt(before, 400)
         changed |= {k for k, v in after.to_dict().items() if v != before.to_dict()[k]}
     assert changed == set(with_trait("small_data")) == set(small_data.DECIDES)

@@ -121,6 +121,15 @@ def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny
     assert 30_000 < scale["mean"] < 50_000 and 5_000 < scale["scale"] < 20_000
     # learned: 0.999, MSE 3.3e5; unscaled (decide → None) the same run ends at Pearson −0.17, MSE 1.8e9
     assert results["eval"]["pearson"] > 0.9 and results["eval"]["mse"] < 1e7
+    with open(train, newline="") as f:
+        mean = np.mean([float(r["price"]) for r in csv.DictReader(f)])
+    with open(dev, newline="") as f:
+        constant = np.mean([(float(r["price"]) - mean) ** 2 for r in csv.DictReader(f)])
+    assert results["mean_predictor"]["value"] == pytest.approx(mean, rel=1e-6)     # the constant to beat, beaten
+    assert results["mean_predictor"]["mse"] == pytest.approx(constant, rel=1e-5)
+    assert results["mean_predictor"]["model_mse"] == pytest.approx(results["eval"]["mse"], rel=1e-4)
+    assert results["mean_predictor"]["model_mse"] < constant
+    assert not any("above that of always answering" in w for w in results.get("warnings", []))
     folder = out / "model"
     assert json.loads((folder / "config.json").read_text())["tuneloop_target_scale"] == scale
     assert "learned them standardised (mean" in (folder / "README.md").read_text()          # the model card says so
@@ -157,6 +166,31 @@ def test_a_run_on_prices_records_its_scale_and_saves_a_model_in_their_units(tiny
     target_scale.unfold_saved(fresh, ["classifier.bias", "classifier.weight"])
     assert torch.equal(target_scale.head_of(fresh).weight, head) and not hasattr(fresh.config,
                                                                                  "tuneloop_target_scale")
+
+
+def test_a_regression_model_further_off_than_the_training_mean_is_said(caplog):
+    import logging
+    from types import SimpleNamespace
+
+    from tuneloop.objective import objective_for
+    from tuneloop.training.reporting import mean_predictor
+
+    gold = np.array([1.0, 2.0, 3.0, 4.0])
+    data = SimpleNamespace(train=[None] * 3, train_labels=np.array([2.0, 2.5, 3.0]))         # mean 2.5
+    run = SimpleNamespace(objective=objective_for("regression"), data=data)
+    scattered = SimpleNamespace(outputs={"validation": (np.array([[4.0], [1.0], [4.0], [1.0]]), gold)})
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        said = mean_predictor(run, scattered)
+    assert said == {"value": 2.5, "mse": 1.25, "model_mse": 5.0, "split": "validation"}
+    assert "mean squared error on the validation rows, 5, is above that of always answering the training " \
+        "targets' mean (2.5): 1.25" in caplog.text
+    caplog.clear()
+    close = SimpleNamespace(outputs={"validation": (gold.reshape(-1, 1) + 0.1, gold)})
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert mean_predictor(run, close)["model_mse"] == pytest.approx(0.01)
+    assert not caplog.records
+    classes = SimpleNamespace(objective=objective_for("single_label_classification"), data=data)
+    assert mean_predictor(classes, close) is None
 
 
 def test_a_scaled_run_stopped_and_resumed_ends_with_the_uninterrupted_runs_weights(tiny_model, tmp_path):

@@ -40,7 +40,9 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
         flagged = sum(r.get("likely_wrong") == "True" for r in rows)
         if rows and "abs_error" in rows[0]:                     # regression: every row, by its error
             what = "validation rows, largest error first"
-        lines.append(f"{path}: {len(rows)} {what if len(rows) != 1 else what.replace(' rows ', ' row ', 1)}" + (f"; confident learning flags {flagged}" if flagged else ""))
+        if len(rows) == 1:
+            what = what.replace(" rows", " row", 1)
+        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
         for n, r in enumerate(rows[:top], 1):
             if "given" in r:
                 head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"

@@ -62,8 +62,9 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         return config, None                     # the user's own method is kept
     finetune = config.replace(method="finetune")
     rows, target = len(data.train), data.labels.objective
-    if not small_data.applies(finetune, rows, target) or rows > FEW_PER_CLASS * max(1, target.num_labels):
-        return finetune, None                   # the usual run: nothing to choose
+    if (not target.classes or not small_data.applies(finetune, rows)
+            or rows > FEW_PER_CLASS * max(1, target.num_labels)):
+        return finetune, None                   # regression, or the usual run: nothing to choose
     why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
            else "a dry run (the cross-validation runs when training)" if config.dry_run
            else "--save-every asks for the training loop's checkpoints" if config.save_every
@@ -191,7 +192,7 @@ def estimated_seconds(method: str, config, data, folds, per_row: float) -> float
         labels = np.asarray(data.train_labels)[train]
         pairs = len(contrastive.make_pairs(labels, config.setfit_iterations, config.seed)[0]) * config.setfit_epochs
         return len(folds) * (2 * pairs + len(data.train) / BACKWARD) * per_row
-    fit = small_data.adapt(config.replace(method="finetune"), len(train), data.labels.objective, quiet=True)
+    fit = small_data.adapt(config.replace(method="finetune"), len(train), quiet=True)
     steps = fit.max_steps or fit.epochs * math.ceil(len(train) / fit.batch_size)
     return len(folds) * (steps * min(fit.batch_size, len(train)) + len(folds[0][1]) / BACKWARD) * per_row
 
@@ -235,7 +236,7 @@ def head_correct(features, with_bias: bool, objective, labels, train, held, seed
 def finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held) -> np.ndarray:
     """Fine-tuning on the fold's rows with the small-data settings, as the run would; whether each held row came
     out right."""
-    cfg = small_data.adapt(config.replace(method="finetune"), len(train), data.labels.objective, quiet=True)
+    cfg = small_data.adapt(config.replace(method="finetune"), len(train), quiet=True)
     model = build_model(cfg).to(accelerator.device)
     collate = make_collator(tokenizer, cfg.pad_to_max_length, cfg.max_length)
     columns = [c for c in (*MODEL_INPUTS, *TARGETS) if c in data.train.column_names]

@@ -58,6 +58,8 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
         out["eval_splits"] = evaluation.metrics
     only = evaluation.collapsed_to(run.objective)
     out["collapsed"] = None if only is None else run.data.labels.names[only]   # the single class it predicts
+    if (constant := mean_predictor(run, evaluation)) is not None:
+        out["mean_predictor"] = constant          # regression: the figure a constant answer gets, to beat
     classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
                evaluation.outputs.items()}
     if any(classes.values()):
@@ -80,6 +82,25 @@ def collapse_warning(run, evaluation, step: int) -> str | None:
     return None if only is None else (
         f"step {step}: the model predicts {run.data.labels.names[only]!r} for every validation row (collapsed to one "
         "class); on small data try more epochs, a smaller --lr with warmup, --class-weights balanced, or --seeds")
+
+
+def mean_predictor(run, evaluation: Evaluation) -> dict | None:
+    """Regression: the validation rows' mean squared error of always answering the training targets' mean, and a
+    warning when the model's is higher: a model that ranks rows somewhat (its Pearson) can still be further off
+    than a constant (over-trained on noise, or texts that carry little of the target)."""
+    if run.objective.classes or not evaluation.outputs or run.data.train is None or len(run.data.train) == 0:
+        return None
+    split, (logits, gold) = next(iter(evaluation.outputs.items()))
+    mean = float(np.mean(run.data.train_labels))
+    gold = np.asarray(gold, dtype=np.float64).reshape(-1)
+    constant = float(np.mean((gold - mean) ** 2))
+    ours = float(np.mean((np.asarray(run.objective.predictions(logits), dtype=np.float64).reshape(-1) - gold) ** 2))
+    if ours > constant:
+        log.warning(f"the model's mean squared error on the {split} rows, {ours:.4g}, is above that of always "
+                    f"answering the training targets' mean ({mean:.4g}): {constant:.4g}; its scores are further off "
+                    "than a constant (the texts may carry little of the target, or it trained on their noise: "
+                    "compare the baseline, try fewer --epochs or more rows)")
+    return {"value": round(mean, 6), "mse": round(constant, 6), "model_mse": round(ours, 6), "split": split}
 
 
 def baseline(run, results_: dict) -> dict | None:

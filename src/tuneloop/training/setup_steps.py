@@ -355,7 +355,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
                                                          announce=False)[0],
                                    setup_objective(config, data, accelerator.device))
     timeline.mark("method choice")
-    config = small_data.adapt(config, len(data.train), data.labels.objective, accelerator.num_processes)
+    config = small_data.adapt(config, len(data.train), accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     captured, step_reason = step_choice.decide(     # --captured-step on where it cannot run: refused here

@@ -13,9 +13,9 @@ left at its default or at the --recipe's value (one you set, by flag, keyword or
 - evaluation: once per epoch (at most 20 times, training/state.py), not a recipe's several times per epoch.
 
 Measured (benchmarks/results/*-small-data*.json: the built-in 400-pair sample over 5 seeds, bench_small_data.py at
-8 to 256 rows per class, the 10-epoch floor before and after): see the small-data guide. Regression is left alone
-(it cannot collapse to a class); so are --method setfit and probe, built for few rows (training/choose.py picks among
-them and fine-tuning under --method auto).
+8 to 256 rows per class, the 10-epoch floor before and after; bench_small_regression.py for regression, which few
+steps under-train as well: its heads end short of their targets): see the small-data guide. --method setfit and
+probe are left alone, built for few rows (training/choose.py picks among them and fine-tuning under --method auto).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import logging
 import math
 
 from ..config.options import TrainConfig, with_trait
-from ..objective import Objective
 from . import state
 
 log = logging.getLogger("tuneloop")
@@ -45,20 +44,19 @@ def left_to_tuneloop(config: TrainConfig, name: str) -> bool:
     return name not in (config.chosen or ())
 
 
-def applies(config: TrainConfig, train_rows: int, objective: Objective) -> bool:
-    if config.small_data == "off" or config.method not in ("finetune", "auto") or not objective.classes:  # regression
+def applies(config: TrainConfig, train_rows: int) -> bool:
+    if config.small_data == "off" or config.method not in ("finetune", "auto"):
         return False
     return config.small_data == "on" or train_rows < SMALL_ROWS
 
 
-def adapt(config: TrainConfig, train_rows: int, objective: Objective, num_processes: int = 1,
-          quiet: bool = False) -> TrainConfig:
+def adapt(config: TrainConfig, train_rows: int, num_processes: int = 1, quiet: bool = False) -> TrainConfig:
     """The run's config with the small-data settings decided: `small_data` becomes on or off, and on small data the
     options left to tuneloop change as the module says (each change said in the log). A resumed run keeps what its
     config.yaml recorded."""
     if config.resume is not None and config.small_data != "auto":
         return config                  # config.yaml recorded it (a search trial resumes from `auto`: decided again)
-    if not applies(config, train_rows, objective):
+    if not applies(config, train_rows):
         return config.replace(small_data="off")
     changes: dict = {"small_data": "on"}
     said = []
