@@ -180,17 +180,21 @@ def test_a_regression_model_further_off_than_the_training_mean_is_said(caplog):
     run = SimpleNamespace(objective=objective_for("regression"), data=data)
     scattered = SimpleNamespace(outputs={"validation": (np.array([[4.0], [1.0], [4.0], [1.0]]), gold)})
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        said = mean_predictor(run, scattered)
+        said = mean_predictor(run, scattered, 500)
     assert said == {"value": 2.5, "mse": 1.25, "model_mse": 5.0, "split": "validation"}
     assert "mean squared error on the validation rows, 5, is above that of always answering the training " \
-        "targets' mean (2.5): 1.25" in caplog.text
+        "targets' mean (2.5): 1.25; its scores are further off than a constant: the texts may carry little" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        mean_predictor(run, scattered, 24)
+    assert "a constant: 24 optimizer steps leave a head short of its targets, train more --epochs" in caplog.text
     caplog.clear()
     close = SimpleNamespace(outputs={"validation": (gold.reshape(-1, 1) + 0.1, gold)})
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        assert mean_predictor(run, close)["model_mse"] == pytest.approx(0.01)
+        assert mean_predictor(run, close, 500)["model_mse"] == pytest.approx(0.01)
     assert not caplog.records
     classes = SimpleNamespace(objective=objective_for("single_label_classification"), data=data)
-    assert mean_predictor(classes, close) is None
+    assert mean_predictor(classes, close, 500) is None
 
 
 def test_a_scaled_run_stopped_and_resumed_ends_with_the_uninterrupted_runs_weights(tiny_model, tmp_path):

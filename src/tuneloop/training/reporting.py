@@ -17,6 +17,7 @@ from ..evaluation.metrics import per_class
 from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
 from ..predict.rows import write_predictions
 from ..runtime import machine, run_log
+from . import small_data
 
 log = logging.getLogger("tuneloop")
 
@@ -58,7 +59,7 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
         out["eval_splits"] = evaluation.metrics
     only = evaluation.collapsed_to(run.objective)
     out["collapsed"] = None if only is None else run.data.labels.names[only]   # the single class it predicts
-    if (constant := mean_predictor(run, evaluation)) is not None:
+    if (constant := mean_predictor(run, evaluation, state.step)) is not None:
         out["mean_predictor"] = constant          # regression: the figure a constant answer gets, to beat
     classes = {split: per_class(logits, labels, run.data.labels) for split, (logits, labels) in
                evaluation.outputs.items()}
@@ -84,10 +85,11 @@ def collapse_warning(run, evaluation, step: int) -> str | None:
         "class); on small data try more epochs, a smaller --lr with warmup, --class-weights balanced, or --seeds")
 
 
-def mean_predictor(run, evaluation: Evaluation) -> dict | None:
+def mean_predictor(run, evaluation: Evaluation, steps: int) -> dict | None:
     """Regression: the validation rows' mean squared error of always answering the training targets' mean, and a
     warning when the model's is higher: a model that ranks rows somewhat (its Pearson) can still be further off
-    than a constant (over-trained on noise, or texts that carry little of the target)."""
+    than a constant (under-trained in few steps, over-trained on noise, or texts that carry little of the
+    target)."""
     if run.objective.classes or not evaluation.outputs or run.data.train is None or len(run.data.train) == 0:
         return None
     split, (logits, gold) = next(iter(evaluation.outputs.items()))
@@ -98,8 +100,10 @@ def mean_predictor(run, evaluation: Evaluation) -> dict | None:
     if ours > constant:
         log.warning(f"the model's mean squared error on the {split} rows, {ours:.4g}, is above that of always "
                     f"answering the training targets' mean ({mean:.4g}): {constant:.4g}; its scores are further off "
-                    "than a constant (the texts may carry little of the target, or it trained on their noise: "
-                    "compare the baseline, try fewer --epochs or more rows)")
+                    "than a constant: " + (f"{steps} optimizer steps leave a head short of its targets, train more "
+                                           "--epochs" if steps < small_data.MIN_STEPS else
+                                           "the texts may carry little of the target, or it trained on the rows' "
+                                           "noise: compare the baseline, try fewer --epochs or more rows"))
     return {"value": round(mean, 6), "mse": round(constant, 6), "model_mse": round(ours, 6), "split": split}
 
 
