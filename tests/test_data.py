@@ -106,6 +106,9 @@ def test_column_overrides_and_missing_columns():
     with pytest.raises(DataError, match=r"cannot tell which column holds the text"):   # two alike: not guessed
         detect_columns("f.csv", ["TEXT", "Text", "label"], None, None, need_label=True)
     assert detect_columns("f.csv", ["text", "b"], None, None, need_label=False).label is None   # to predict
+    with pytest.raises(DataError, match=r"^f\.csv: no column for the labels \(columns: id, text\); training and "
+                                        r"evaluating .*--label-column COLUMN.*`tuneloop predict --input FILE`$"):
+        detect_columns("f.csv", ["id", "text"], None, None, need_label=True)      # texts and ids alone
     assert not detect_columns("f.csv", ["text", "label", "b"], None, None, need_label=True).label_left_over
     with pytest.raises(DataError, match=r"^f\.csv: no text column 'titel' \(columns: body, title\); did you mean "
                                         r"'title'\? fix --text-columns$"):

@@ -97,6 +97,10 @@ def detect_columns(path: str, available: list, text: list[str] | None, label: st
         if len(others) == 1:                 # review,sentiment: nothing else it could be
             label_col, left_over = others[0], True
         else:
+            if not others:                   # the texts (and ids) alone: a file to predict, not to learn from
+                raise DataError(f"{path}: no column for the labels (columns: {shown}); training and evaluating "
+                                "read each row's label from one (name it with --label-column COLUMN); rows without "
+                                "labels are predicted with `tuneloop predict --input FILE`")
             raise DataError(f"{path}: cannot tell which column holds the label (columns: {shown}); name it with "
                             "--label-column COLUMN")
     return Columns(text_cols, label_col, id_col, left_over)
