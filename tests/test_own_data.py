@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+import yaml
 from conftest import fast_options, sentence
 
 import tuneloop
@@ -312,6 +313,20 @@ def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_
     files = tuneloop.train(train_file=str(train), validation_file=str(dev), output_dir=str(tmp_path / "files"),
                            **options)
     assert sheets["eval"] == files["eval"] and sheets["eval"]["accuracy"] > 0.6            # chance is 1/3
+    whole = tuneloop.train(train_file=str(workbook), output_dir=str(tmp_path / "whole"), **options)
+    assert whole["eval"] == files["eval"]            # its sheets named train and dev are the splits, not the first
+    saved = yaml.safe_load((tmp_path / "whole" / "config.yaml").read_text())
+    assert (saved["train_file"], saved["validation_file"]) == (f"{workbook}#train", f"{workbook}#dev")
+    from tuneloop.config.resolve import resolve_config
+    from tuneloop.data.sources import workbook_splits
+
+    for kept in (dict(validation_split=0.2), dict(validation_file=f"{workbook}#train"), dict(folds=3)):
+        asked = resolve_config(train_file=str(workbook), machine=False, **kept)     # rows held out, or named
+        assert workbook_splits(asked) is asked
+    book.worksheets[2].title = "holdout"                             # no sheet named as validation rows
+    book.save(tmp_path / "other.xlsx")
+    other = resolve_config(train_file=str(tmp_path / "other.xlsx"), machine=False)
+    assert workbook_splits(other) is other
     assert sheets["data"]["train"]["rows"] == files["data"]["train"]["rows"] == 120
     model = str(tmp_path / "sheets")
     monkeypatch.chdir(tmp_path / "sheets")                           # predict writes in the current folder

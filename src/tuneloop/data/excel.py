@@ -148,3 +148,30 @@ def workbook_bytes(rows: list[dict], where: str, sheet_title: str = "predictions
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
+
+
+SPLIT_SHEETS = {"train": ("train", "training"), "validation": ("validation", "valid", "val", "dev"),
+                "test": ("test",)}                      # sheet names (any letter case) that say which rows they hold
+
+
+def sheet_splits(path: str) -> dict[str, str]:
+    """{split: its sheet's path (book.xlsx#dev)} of a workbook whose sheets are named as splits (train, dev or
+    validation, test), when it has at least a training and a validation sheet; {} for any other file, one whose
+    sheets are named otherwise, or without the `excel` extra (the reader then says what to install)."""
+    file, wanted = sheet_path(path)
+    if wanted is not None or not file.lower().endswith(".xlsx") or extras.missing("excel"):
+        return {}
+    from openpyxl import load_workbook
+
+    try:
+        book = load_workbook(file, read_only=True)
+        titles = [ws.title for ws in book.worksheets]
+        book.close()
+    except Exception:  # noqa: BLE001 - not a readable workbook: the reader says so, naming it
+        return {}
+    found = {}
+    for split, names in SPLIT_SHEETS.items():
+        same = [t for t in titles if t.strip().casefold() in names]
+        if len(same) == 1:
+            found[split] = f"{file}{SHEET_MARK}{same[0]}"
+    return found if {"train", "validation"} <= set(found) else {}

@@ -305,6 +305,32 @@ def resolve_data_dir(data_dir: str | None) -> str | None:
     return str(SAMPLE_DIR) if data_dir == "sample" else data_dir
 
 
+def workbook_splits(config):
+    """A run's options with --train-file book.xlsx alone, whose sheets are named train, dev (or validation) and
+    perhaps test: those sheets are the splits (said, and recorded in config.yaml as book.xlsx#train ...), as a GLUE
+    folder's files are, instead of the first sheet with 10% of it held out. Not for a resume (config.yaml has the
+    paths), --folds or --validation-split / --split-seed (which ask to hold rows out)."""
+    if (config.validation_file is not None or not isinstance(config.train_file, str) or config.resume is not None
+            or config.fold is not None or config.folds
+            or {"validation_split", "split_seed"} & set(config.chosen or ())):
+        return config
+    from .excel import sheet_splits
+
+    splits = sheet_splits(config.train_file)
+    if not splits:
+        return config
+    changes = {"train_file": splits["train"], "validation_file": splits["validation"]}
+    if config.test_file is None and "test" in splits:
+        changes.update(test_file=splits["test"], predict_test=config.predict_test
+                       if "predict_test" in (config.chosen or ()) else True)
+    log.info(f"{config.train_file}: its sheets are the splits: " + ", ".join(
+        f"{name} {path.rpartition(SHEET_MARK)[2]!r}" for name, path in
+        (("training", changes["train_file"]), ("validation", changes["validation_file"]),
+         ("test", changes.get("test_file"))) if path) + f" (name one with {config.train_file}{SHEET_MARK}SHEET "
+             "to choose)")
+    return config.replace(**changes)
+
+
 def load_raw(config, with_train: bool = True, with_test: bool = False, text_columns=None) -> RawData:
     """Pick the source the options describe: a GLUE folder, the user's files, or the Hub."""
     task = get_task(config.task)

@@ -17,7 +17,7 @@ from ..data import balance, soft_targets
 from ..data.batch import SOFT, WEIGHTS
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
-from ..data.sources import resolve_data_dir
+from ..data.sources import resolve_data_dir, workbook_splits
 from ..decision.fit import check_decision_options
 from ..evaluation.inference import Evaluation, evaluate
 from ..exceptions import ConfigError, DataError
@@ -336,7 +336,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     from accelerate.utils import set_seed
 
     timeline = Timeline()
-    config = config.replace(output_dir=setup_output_dir(config))
+    config = workbook_splits(config.replace(output_dir=setup_output_dir(config)))   # book.xlsx's sheets
     accelerator = setup_accelerator(config)
     timeline.mark("accelerator")
     if not config.dry_run:
