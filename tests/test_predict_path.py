@@ -390,3 +390,14 @@ def test_a_stop_before_training_began_ends_the_run_at_once(tiny_model, tmp_path,
                        output_dir=str(tmp_path / "run"))
     assert stopped.value.signal_number == signal.SIGTERM and not (tmp_path / "run").exists()
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_gate_reads_only_the_validation_rows_the_run_was_told_to_evaluate(tiny_model, tmp_path):
+    data = write_mrpc_folder(tmp_path / "MRPC", n_train=40, n_dev=260, n_test=4)
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(tiny_model, epochs=1), task="mrpc", data_dir=str(data), output_dir=str(out),
+                   max_eval_samples=230)
+    results = json.loads((out / "results.json").read_text())
+    record = json.loads((out / "model" / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
+    assert results["eval"]["num_samples"] == 230 and record["rows"] == 230      # not all 260 the file holds
+    assert all(check["rows"] == 230 for check in record["checks"].values())

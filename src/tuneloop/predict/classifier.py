@@ -64,19 +64,21 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
         raise TuneloopError(f"--model {model_dir}: could not load a classification model ({e})") from None
 
 
-def gate_folder(folder, *, cpu: bool = False, batch_size: int | None = None, stop=None, tables=None) -> dict:
+def gate_folder(folder, *, cpu: bool = False, batch_size: int | None = None, stop=None, tables=None,
+                rows: int | None = None) -> dict:
     """The precision gate (routes.gate) for a model folder: every route this device computes natively checked
     against fp32 on the folder's recorded validation rows and timed, in batches of `batch_size` rows at most (by
     default 64 on a CPU; on a GPU predict's own, CHUNK), fp32 computed in full fp32 as predict computes it (not under
     a run's TF32: runtime/speed.exact_fp32); the record written into its tuneloop.json (`--precision auto` reads it)
     and returned. `stop`: routes.gate's (routes.GateStopped: nothing written); `tables`: {data option: table
-    from Python} for a run fed from Python, whose folder records only the tables' descriptions."""
+    from Python} for a run fed from Python, whose folder records only the tables' descriptions; `rows`: at most this
+    many of the first validation rows (the run's --max-eval-samples; routes.GATE_ROWS at most in any case)."""
     from ..runtime.process import library_output
     from ..runtime.speed import exact_fp32
     from . import routes
 
     with library_output(quiet=True), exact_fp32(), Classifier.load(folder, cpu=cpu, precision="fp32") as clf:
-        record = routes.gate(clf, batch_size or (CHUNK if clf.device.type == "cuda" else 64), stop, tables)
+        record = routes.gate(clf, batch_size or (CHUNK if clf.device.type == "cuda" else 64), stop, tables, rows)
         routes.write_record(clf.path, clf.device.type, record)
     return record
 

@@ -172,9 +172,10 @@ def _measure(clf, rows, timed, names, batch_size: int) -> tuple[dict, float]:
     return {"metrics": acc.compute(), "logits": acc.all_logits}, len(timed) / max(seconds, 1e-9)
 
 
-def gate_rows(clf, tables=None):
-    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, metric names, main metric);
-    `tables`: the data files that were tables from Python (gate_folder)."""
+def gate_rows(clf, tables=None, limit: int | None = None):
+    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, or its first `limit` (the rows
+    the run evaluated: --max-eval-samples), metric names, main metric); `tables`: the data files that were tables
+    from Python (gate_folder)."""
     from .. import tasks
     from ..data.prepare import prepare_data
     from .batches import Tokenized
@@ -184,23 +185,23 @@ def gate_rows(clf, tables=None):
     data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
                         text_columns=clf.metadata.get("text_columns"))
     ds = next(iter(data.evaluation.values()))
-    rows = Tokenized.of(ds.select(range(min(len(ds), GATE_ROWS))))
+    rows = Tokenized.of(ds.select(range(min(len(ds), GATE_ROWS, limit or GATE_ROWS))))
     meta, labels = clf.metadata, clf.label_schema
     task = tasks.get_task(config.task)
     names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
     return rows, names, meta.get("main_metric") or tasks.main_metric(task, labels.problem_type)
 
 
-def gate(clf, batch_size: int, stop=None, tables=None) -> dict:
+def gate(clf, batch_size: int, stop=None, tables=None, limit: int | None = None) -> dict:
     """Gate every route this device supports against `clf` (an fp32 Classifier) on its recorded validation rows, in
     batches of `batch_size` rows at most; return the record: the chosen route and every figure (Classifier's
     gate_folder writes it into the folder). `stop()` true before a measurement raises GateStopped (a run's
-    SIGTERM/Ctrl-C after its loop: a CPU gate with its ONNX export takes tens of seconds)."""
+    SIGTERM/Ctrl-C after its loop: a CPU gate with its ONNX export takes tens of seconds); `limit`: gate_rows'."""
     from ..runtime.machine import cpu_flags
 
     _check_stop(stop)                        # before reading the rows: a stop already received reads nothing
     device = clf.device.type
-    rows, names, main = gate_rows(clf, tables)
+    rows, names, main = gate_rows(clf, tables, limit)
     timed = timed_rows(rows, device)
     reference, fp32_speed = _measure(clf, rows, timed, names, batch_size)
     checks, stage = {}, None

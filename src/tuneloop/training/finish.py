@@ -148,7 +148,8 @@ def gate_model(folder, device_type: str, eval_batch_size: int, rows: int, stop=N
                  "timed" + (" (an ONNX export among them: tens of seconds; Ctrl-C skips the gate, the model is "
                             "saved)" if routes.ONNX in tried else ""))
     try:
-        record = gate_folder(folder, cpu=cpu, batch_size=eval_batch_size if cpu else None, stop=stop, tables=tables)
+        record = gate_folder(folder, cpu=cpu, batch_size=eval_batch_size if cpu else None, stop=stop, tables=tables,
+                             rows=rows)
     except routes.GateStopped:
         log.warning("precision gate: skipped, a stop signal arrived after training (the model is saved); "
                     "--precision auto stays fp32")
