@@ -241,3 +241,23 @@ def test_errors_csv_gives_a_regression_target_as_it_was_written():
     rows = error_rows(table, np.array([[59000.5], [100.0]]), np.array([59424.81, 99.5], dtype=np.float32),
                       LabelSchema("regression", []))
     assert [(r["gold"], r["abs_error"]) for r in rows] == [(59424.81, 424.31), (99.5, 0.5)]
+
+
+def test_validation_rows_on_which_a_correlation_says_nothing_are_said(tiny_model, tmp_path, capsys):
+    rng = random.Random(1)
+    train = _write_prices(tmp_path / "t.csv", 24, rng)
+    two = _write_prices(tmp_path / "two.csv", 2, rng)
+    (tmp_path / "same.csv").write_text("text,price\nalpha one,5\nbeta two,5\ngamma three,5\n")
+    (tmp_path / "fine.csv").write_text("text,price\nalpha one,5\nbeta two,6\ngamma three,7\n")
+    said = {}
+    for name in ("two", "same", "fine"):
+        capsys.readouterr()
+        tuneloop.train(train=str(train), validation=str(tmp_path / f"{name}.csv"), label_column="price",
+                       output_dir=str(tmp_path / name), **fast_options(tiny_model, epochs=1))
+        said[name] = [line for line in capsys.readouterr().err.splitlines() if "Pearson and Spearman" in line]
+    assert said["two"] == [f"{two} has 2 rows: Pearson and Spearman on 2 are +1, -1 or 0 whatever the model "
+                           "predicts; read its mse, or give a validation file with more rows and varied targets "
+                           "(at least 20 rows)"]
+    assert len(said["same"]) == 1 and "gives every row the same target (5): Pearson and Spearman are undefined " \
+        "(reported as 0)" in said["same"][0]
+    assert said["fine"] == []

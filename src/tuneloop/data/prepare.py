@@ -11,7 +11,7 @@ import numpy as np
 
 from ..config.data_options import DataOptions
 from ..exceptions import DataError
-from ..tasks import TaskSpec, get_task
+from ..tasks import REGRESSION, TaskSpec, get_task
 from .labels import LabelEncoder, LabelSchema, infer_label_schema
 from .long_texts import TextPolicy, default_max_length
 from .overlap import check_overlap
@@ -52,6 +52,25 @@ class PreparedData:
 
 def _limit(ds, n):
     return ds if ds is None or n is None or n >= len(ds) else ds.select(range(n))
+
+
+def _say_meaningless_correlation(ds, rows: int, where: str) -> None:
+    """A regression's evaluation split on which Pearson and Spearman say nothing of the model: 1-2 rows (the
+    correlation of two points is +-1, of one is undefined) or one target value for every row (undefined; metrics.py
+    reports 0); said, since Pearson is a regression's main metric (what --metric-for-best, experiments and searches
+    compare by default). The mse is still the model's."""
+    targets = np.unique(np.asarray(ds["labels"], dtype=float)) if "labels" in ds.column_names else None
+    if rows == 0 or targets is None:
+        return
+    if rows <= 2:
+        why = f"has {rows} row{'s' if rows > 1 else ''}: Pearson and Spearman on {rows} are " \
+              + ("+1, -1 or 0" if rows == 2 else "undefined (reported as 0)") + " whatever the model predicts"
+    elif len(targets) == 1:
+        why = f"gives every row the same target ({targets[0]:g}): Pearson and Spearman are undefined (reported as 0)"
+    else:
+        return
+    log.warning(f"{where} {why}; read its mse, or give a validation file with more rows and varied targets (at "
+                "least 20 rows)")
 
 
 def holds_out_validation(config: DataOptions) -> bool:
@@ -105,5 +124,8 @@ def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = No
     test = {name: run(ds, name, False) for name, ds in raw.test.items()}
     for split, s in stats.items():
         log.info(describe_stats(split, s))
+    if labels.problem_type == REGRESSION:
+        for name, ds in evaluation.items():
+            _say_meaningless_correlation(ds, len(raw.evaluation[name]), raw.source.get(name, name))
     return PreparedData(raw, labels, task, train, evaluation, test, stats, held, policy)
 
