@@ -10,7 +10,7 @@ import torch
 
 from tuneloop import DataError, TrainConfig
 from tuneloop.data.batching import LengthGroupedSampler, make_collator, train_loader
-from tuneloop.data.labels import LabelEncoder, infer_label_schema
+from tuneloop.data.labels import LabelEncoder, LabelSchema, infer_label_schema
 from tuneloop.data.prepare import prepare_data
 from tuneloop.data.columns import detect_columns
 from tuneloop.data.sources import load_glue_folder, load_user_files
@@ -396,6 +396,51 @@ def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_
         infer_label_schema(train, "regression", None, str(comma))
     with pytest.raises(DataError, match=r"regression target '2,6' is not a number; it has a decimal comma"):
         LabelEncoder(schema, str(comma))("2,6", 2)
+
+
+def test_a_semicolon_csvs_dots_that_group_thousands_are_read_as_such_and_the_undecidable_case_is_said(tmp_path,
+                                                                                                         caplog):
+    """A ';' file's 1.250 beside 950 (or beside 2,5) is 1250, as a spreadsheet with decimal commas writes it, in
+    the training split and in the validation file read with the training's schema (which records it); beside 1.25
+    the dots are decimal points; every label dotted with three decimals cannot be told apart: read as decimal
+    points, said."""
+    import logging
+
+    def semi(name, labels):
+        path = tmp_path / name
+        path.write_text("text;price\n" + "".join(f"flat {i};{v}\n" for i, v in enumerate(labels)))
+        return load_user_files(str(path), None, None, None, None).train, str(path)
+
+    train, src = semi("prices.csv", ["950", "1.250", "12.400", "800", "2.300,50"])
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        schema = infer_label_schema(train, "regression", None, src)
+    assert schema.thousands and LabelSchema.from_dict(schema.to_dict()) == schema
+    assert any("labels with dots that group thousands read as numbers ('1.250' as 1250)" in r.getMessage()
+               for r in caplog.records)
+    dev, dev_src = semi("dev.csv", ["1.000", "9.999", "700"])          # alone it could be either: training decides
+    assert [LabelEncoder(schema, dev_src)(r["label"], r["pos"]) for r in dev] == [1000.0, 9999.0, 700.0]
+    assert [LabelEncoder(schema, src)(r["label"], r["pos"]) for r in train] == [950.0, 1250.0, 12400.0, 800.0,
+                                                                                2300.5]
+    whole, whole_src = semi("whole.csv", ["950", "1.250", "12.400", "800"])
+    assert infer_label_schema(whole, "auto", None, whole_src).names == ["800", "950", "1250", "12400"]
+
+    decimals, dec_src = semi("decimals.csv", ["1.250", "3.5", "2"])
+    schema = infer_label_schema(decimals, "auto", None, dec_src)
+    assert schema.problem_type == "regression" and not schema.thousands
+    assert [LabelEncoder(schema, dec_src)(r["label"], r["pos"]) for r in decimals] == [1.25, 3.5, 2.0]
+    caplog.clear()
+    either, either_src = semi("either.csv", ["1.250", "2.517", "3.125"])
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        schema = infer_label_schema(either, "auto", None, either_src)
+    assert schema.problem_type == "regression" and not schema.thousands
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{either_src}: labels such as '1.250' are read with a decimal point (1.25); in a ';' file they may be "
+        "grouped thousands (1250): if so, write them without the dots"]
+    comma = tmp_path / "comma.csv"                                       # a ',' file: dots are decimal points
+    comma.write_text("text,price\na,950\nb,1.250\nc,800\n")
+    train = load_user_files(str(comma), None, None, None, None).train
+    schema = infer_label_schema(train, "regression", None, str(comma))
+    assert [LabelEncoder(schema, str(comma))(r["label"], r["pos"]) for r in train] == [950.0, 1.25, 800.0]
 
 
 def test_a_guessed_label_column_whose_every_row_differs_stops_and_many_gapped_numbers_are_said(tmp_path, caplog):

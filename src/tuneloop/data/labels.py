@@ -25,6 +25,8 @@ class LabelSchema:
     problem_type: str                     # single_label_classification | multi_label_classification | regression
     names: list[str] = field(default_factory=list)   # empty for regression
     separator: Optional[str] = None
+    thousands: bool = False               # a decimal-comma file whose training labels group thousands with dots
+                                          # (1.250 is 1250): read so in its other splits too (dots_group_thousands)
 
     @property
     def objective(self):
@@ -46,11 +48,13 @@ class LabelSchema:
         return (self.separator or ",").join(names)
 
     def to_dict(self) -> dict:
-        return {"problem_type": self.problem_type, "names": self.names, "separator": self.separator}
+        return {"problem_type": self.problem_type, "names": self.names, "separator": self.separator,
+                **({"thousands": True} if self.thousands else {})}
 
     @classmethod
     def from_dict(cls, data: dict) -> "LabelSchema":
-        return cls(data["problem_type"], list(data.get("names") or []), data.get("separator"))
+        return cls(data["problem_type"], list(data.get("names") or []), data.get("separator"),
+                   bool(data.get("thousands")))
 
     @classmethod
     def from_model_config(cls, config) -> "LabelSchema":
@@ -72,16 +76,35 @@ def _split_labels(raw: str, separator: str | None) -> list[str]:
 _LEADING_ZERO = re.compile(r"[+-]?0\d+")      # 01, 007: a code (a department, a ZIP code), not a number
 _COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+")   # 2,6  -0,5  ,25: a number with a decimal comma and nothing else
 _GROUPED_COMMA_NUMBER = re.compile(r"[+-]?\d{1,3}(\.\d{3})+,\d+")   # 1.250,50: dots group thousands (a bare 1.250
-                                                                     # stays 1.25: with no comma it could be either)
+                                                                     # could be either: dots_group_thousands)
+_GROUPED_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+")     # 1.250, 12.400, 1.000.000: grouped, or 3 decimals
 
 
 def _written_with_comma(text: str) -> bool:
     return bool(_COMMA_NUMBER.fullmatch(text) or _GROUPED_COMMA_NUMBER.fullmatch(text))
 
 
-def _as_float(text: str, comma: bool = False) -> Optional[float]:
-    """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma)."""
-    if comma and _GROUPED_COMMA_NUMBER.fullmatch(text):
+def dots_group_thousands(values: list[str]) -> Optional[bool]:
+    """Whether the labels of a decimal-comma file (decimal_comma) write dots that group thousands, as a spreadsheet
+    in such a locale writes 1.250 for 1250 beside 950: True when every dotted label is so grouped and some label
+    has a decimal comma, or the labels without a dot are whole numbers under 1000 (what grouping leaves undotted);
+    False when a dot cannot group (1.25, 0.125, 1.2500); None when no label has a dot, or the dotted ones could be
+    either (every label dotted, as 1.250 and 2.500 written with three decimals are)."""
+    dotted = [v for v in values if "." in v]
+    if not dotted:
+        return None
+    if not all(_GROUPED_NUMBER.fullmatch(v) or _GROUPED_COMMA_NUMBER.fullmatch(v) for v in dotted):
+        return False
+    if any(_written_with_comma(v) for v in values):
+        return True
+    bare = [v for v in values if "." not in v]
+    return True if bare and all(re.fullmatch(r"[+-]?\d{1,3}", v) for v in bare) else None
+
+
+def _as_float(text: str, comma: bool = False, thousands: bool = False) -> Optional[float]:
+    """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma);
+    `thousands`: and its bare dots group thousands (dots_group_thousands)."""
+    if comma and (_GROUPED_COMMA_NUMBER.fullmatch(text) or thousands and _GROUPED_NUMBER.fullmatch(text)):
         text = text.replace(".", "")
     if comma and _COMMA_NUMBER.fullmatch(text):
         text = text.replace(",", ".")
@@ -95,9 +118,9 @@ def _as_float(text: str, comma: bool = False) -> Optional[float]:
 FLOAT32_MAX = 3.4028234663852886e38     # a model computes in 32-bit floats (or narrower): larger targets are inf
 
 
-def _regression_value(text: str, comma: bool = False) -> Optional[float]:
+def _regression_value(text: str, comma: bool = False, thousands: bool = False) -> Optional[float]:
     """The regression target `text` writes, or None when it is not a number a model can hold (nan, inf, ±1e39)."""
-    value = _as_float(text, comma)
+    value = _as_float(text, comma, thousands)
     return value if value is not None and abs(value) <= FLOAT32_MAX else None
 
 
@@ -113,7 +136,9 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         return LabelSchema(task.problem_type, list(task.label_names or []))
     values = [v for v in train.unique("label") if v is not None]
     comma, guessed = separator != "," and decimal_comma(source), problem_type == "auto"
-    numeric = [_as_float(v, comma) for v in values]
+    grouping = dots_group_thousands(values) if comma and problem_type != MULTI_LABEL and not separator else None
+    thousands = bool(grouping)
+    numeric = [_as_float(v, comma, thousands) for v in values]
     looks_listy = bool(values) and all(v.startswith("[") and v.endswith("]") for v in values)
     if problem_type == "auto":
         if separator or looks_listy:
@@ -123,7 +148,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         else:
             problem_type = SINGLE_LABEL
     if problem_type == REGRESSION:
-        bad = next((v for v in values if _regression_value(v, comma) is None), None)
+        bad = next((v for v in values if _regression_value(v, comma, thousands) is None), None)
         if bad is not None:
             row = train.filter(lambda b: [x == bad for x in b], input_columns="label", batched=True)[0]["pos"]
             raise DataError(f"{source}: {position_word(source)} {row}: regression target {bad!r} {_not_a_target(bad)}; "
@@ -132,7 +157,8 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
             raise DataError(f"{source}: the regression target is {values[0] if values else 'absent'} in every row; "
                             "there is nothing to learn: give targets that vary")
         _say_decimal_comma(values, comma, source)
-        return LabelSchema(REGRESSION, [])
+        _say_grouping(values, grouping, source)
+        return LabelSchema(REGRESSION, [], thousands=thousands)
     if problem_type == MULTI_LABEL:
         sets = [{item for item in _split_labels(v, separator) if item} for v in values]
         names = sorted(set().union(*sets))
@@ -143,6 +169,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     codes = [v for v in values if _LEADING_ZERO.fullmatch(v)] if whole else []
     if whole and not codes:
         _say_decimal_comma(values, comma, source)
+        _say_grouping(values, grouping, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
     elif codes:                       # "01", "02": codes, whose zeros are part of the name ("01" and "1" two classes)
         names = sorted(values)
@@ -163,7 +190,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
     _say_near_duplicates(names, source)
-    return LabelSchema(problem_type, names)
+    return LabelSchema(problem_type, names, thousands=thousands and whole and not codes)
 
 
 SET_SEPARATORS = ("|", ";", ",", "+")     # what joins several labels in one cell, as spreadsheets write sets
@@ -233,6 +260,19 @@ def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
         log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
 
 
+def _say_grouping(values: list[str], grouping: Optional[bool], source: str) -> None:
+    """How a decimal-comma file's dotted labels were read (dots_group_thousands): as grouped thousands, or, where
+    they could be either, as decimal points, with what to do if that is wrong."""
+    example = next((v for v in values if "." in v and "," not in v), None)
+    if grouping and example is not None:
+        log.info(f"{source}: labels with dots that group thousands read as numbers ({example!r} as "
+                 f"{_as_float(example, True, True):g}), as a ';' file with decimal commas writes them")
+    elif grouping is None and example is not None:
+        log.warning(f"{source}: labels such as {example!r} are read with a decimal point ({float(example):g}); in a "
+                    f"';' file they may be grouped thousands ({float(example.replace('.', '')):g}): if so, write "
+                    "them without the dots")
+
+
 def _say_near_duplicates(names: list[str], source: str) -> None:
     """Classes whose names differ only in case or inner spacing ('neg' and 'Neg', 'not spam' and 'not  spam') are
     different classes to the model; almost always one class typed two ways, so the log says so."""
@@ -252,6 +292,7 @@ class LabelEncoder:
         """`accept_ids`: also take class ids ("0", "1") for named classes, as GLUE's files store them."""
         self.schema, self.source, self.where = schema, source, position_word(source)
         self.comma = schema.separator != "," and decimal_comma(source)
+        self.thousands = self.comma and schema.thousands
         self.index = schema.index
         if schema.problem_type == SINGLE_LABEL:
             for i, name in enumerate(schema.names):
@@ -273,7 +314,7 @@ class LabelEncoder:
         """The target of the label text `raw` found at position `pos` of the source."""
         kind = self.schema.problem_type
         if kind == REGRESSION:
-            value = _regression_value(raw, self.comma)
+            value = _regression_value(raw, self.comma, self.thousands)
             if value is None:
                 hint = _comma_hint(raw)
                 raise DataError(f"{self.source}: {self.where} {pos}: regression target {raw!r} {_not_a_target(raw)}"
@@ -289,7 +330,7 @@ class LabelEncoder:
             return target
         key = raw
         if key not in self.index:
-            x = _as_float(raw, self.comma)
+            x = _as_float(raw, self.comma, self.thousands)
             key = str(int(x)) if x is not None and x.is_integer() else raw
         if key not in self.index:
             raise self._unknown(raw, pos)
@@ -309,7 +350,8 @@ def recorded_schema(metadata: dict | None = None, config: dict | None = None, re
     if kind is None and not names:
         return None
     kind = kind or SINGLE_LABEL
-    return LabelSchema(kind, [] if kind == REGRESSION else [str(n) for n in names], meta.get("separator"))
+    return LabelSchema(kind, [] if kind == REGRESSION else [str(n) for n in names], meta.get("separator"),
+                       bool(meta.get("thousands")))
 
 
 def problem_type_of_outputs(logits, labels) -> str:
