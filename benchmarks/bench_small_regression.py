@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _fewshot_sets import DATA_PACKAGES, packaged_file  # noqa: E402
-from bench_target_scale import headlines, listings  # noqa: E402
+from bench_target_scale import headlines, listings, write  # noqa: E402
 from bench_train import default_out, finish, machine_info, write_atomic  # noqa: E402
 
 VARIANTS = {"usual": "off", "small-data": "on"}
@@ -57,14 +57,6 @@ def sets(folder: str, n_eval: int, pool: int = 4000) -> dict:
     return {"pleasantness": lambda: pleasantness(folder, n_eval),
             "headlines": lambda: {"pool": news["train"], "eval": news["eval"], "source": news["source"]},
             "listings": lambda: {"pool": homes["train"], "eval": homes["eval"], "source": homes["source"]}}
-
-
-def write(path: str, rows: list) -> str:
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(["text", "target"])
-        out.writerows(rows)
-    return path
 
 
 def one_run(train: str, dev: str, out: str, seed: int, variant: str) -> dict:
