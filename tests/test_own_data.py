@@ -320,13 +320,26 @@ def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_
     from tuneloop.config.resolve import resolve_config
     from tuneloop.data.sources import workbook_splits
 
-    for kept in (dict(validation_split=0.2), dict(validation_file=f"{workbook}#train"), dict(folds=3)):
-        asked = resolve_config(train_file=str(workbook), machine=False, **kept)     # rows held out, or named
-        assert workbook_splits(asked) is asked
+    asked = resolve_config(train_file=str(workbook), validation_file=f"{workbook}#train", machine=False)
+    assert workbook_splits(asked) is asked                           # a validation file named: nothing changes
+    for kept in (dict(validation_split=0.2), dict(folds=3)):         # rows held out of the train sheet, as asked
+        config = workbook_splits(resolve_config(train_file=str(workbook), machine=False, **kept))
+        assert (config.train_file, config.validation_file) == (f"{workbook}#train", None)
     book.worksheets[2].title = "holdout"                             # no sheet named as validation rows
     book.save(tmp_path / "other.xlsx")
-    other = resolve_config(train_file=str(tmp_path / "other.xlsx"), machine=False)
-    assert workbook_splits(other) is other
+    other = workbook_splits(resolve_config(train_file=str(tmp_path / "other.xlsx"), machine=False))
+    assert (other.train_file, other.validation_file) == (f"{tmp_path / 'other.xlsx'}#train", None)
+    held = tuneloop.train(train_file=str(tmp_path / "other.xlsx"), output_dir=str(tmp_path / "held"), **options)
+    assert held["data"]["train"]["rows"] == 120 and held["data"]["validation"]["tokenized_rows"] == 12  # 10% held
+    book.worksheets[1].title = "rows"                                # no sheet named as the training rows
+    book.save(tmp_path / "none.xlsx")
+    none = resolve_config(train_file=str(tmp_path / "none.xlsx"), machine=False)
+    assert workbook_splits(none) is none
+    first = openpyxl.Workbook()
+    first.active.title = "Train"
+    first.save(tmp_path / "first.xlsx")                              # the first sheet alone: read as any book
+    assert workbook_splits(resolve_config(train_file=str(tmp_path / "first.xlsx"), machine=False)).train_file == \
+        str(tmp_path / "first.xlsx")
     assert sheets["data"]["train"]["rows"] == files["data"]["train"]["rows"] == 120
     model = str(tmp_path / "sheets")
     monkeypatch.chdir(tmp_path / "sheets")                           # predict writes in the current folder

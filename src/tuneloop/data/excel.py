@@ -156,8 +156,9 @@ SPLIT_SHEETS = {"train": ("train", "training"), "validation": ("validation", "va
 
 def sheet_splits(path: str) -> dict[str, str]:
     """{split: its sheet's path (book.xlsx#dev)} of a workbook whose sheets are named as splits (train, dev or
-    validation, test), when it has at least a training and a validation sheet; {} for any other file, one whose
-    sheets are named otherwise, or without the `excel` extra (the reader then says what to install)."""
+    validation, test), when one sheet is named as the training rows and it is not the first sheet alone; {} for any
+    other file, one whose sheets are named otherwise, or without the `excel` extra (the reader then says what to
+    install)."""
     file, wanted = sheet_path(path)
     if wanted is not None or not file.lower().endswith(".xlsx") or extras.missing("excel"):
         return {}
@@ -174,4 +175,5 @@ def sheet_splits(path: str) -> dict[str, str]:
         same = [t for t in titles if t.strip().casefold() in names]
         if len(same) == 1:
             found[split] = f"{file}{SHEET_MARK}{same[0]}"
-    return found if {"train", "validation"} <= set(found) else {}
+    alone = set(found) == {"train"} and found["train"].endswith(f"{SHEET_MARK}{titles[0]}")
+    return found if "train" in found and not alone else {}         # (the first sheet alone: read as it is)
