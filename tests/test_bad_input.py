@@ -86,6 +86,19 @@ def test_row_with_wrong_number_of_fields(tiny_model, tmp_path, good, capsys):
           "found 3")
 
 
+def test_a_quote_left_open_names_the_line_it_opened_on(tiny_model, tmp_path, good, capsys):
+    """A CSV field whose closing quote is missing carries the row across the lines after it: the error names the
+    line the quote opened on, not only the line where reading gave up."""
+    open_to_end = write(tmp_path / "open.csv", 'text,label\nthe cat,1\n"the dog,0\nthe cow,1\nthe hen,0\n')
+    check(*run_cli(train_argv(tiny_model, tmp_path, open_to_end, good), capsys), "open.csv: lines 3-5 (a quoted "
+          "field opened on line 3 runs across the line breaks after it: is a closing quote missing?): malformed CSV")
+    closed_late = write(tmp_path / "late.csv", 'text,label\nthe cat,1\n"the dog,0\nthe cow",1,x\nthe hen,0\n')
+    check(*run_cli(train_argv(tiny_model, tmp_path, closed_late, good), capsys), "late.csv: lines 3-4 (a quoted "
+          "field opened on line 3", "expected 2 comma-separated fields (text, label), found 3")
+    quoted = write(tmp_path / "quoted.csv", 'text,label\n"the cat\nsat",1\nthe dog,0,x\n')   # a real line break
+    check(*run_cli(train_argv(tiny_model, tmp_path, quoted, good), capsys), "quoted.csv: line 4: expected 2")
+
+
 def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "latin1.csv", "text,label\nthe cat,1\n".encode() + "café,0\n".encode("latin-1"))
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "latin1.csv", "line 3", "not UTF-8")

@@ -178,6 +178,12 @@ def _header(path: str, header: list[str]) -> list[str]:
     return names
 
 
+def _lines(first: int, last: int) -> str:
+    """Where a row is: its line, or the lines a quoted field carried it across, from the quote that opened it."""
+    return f"line {last}" if first >= last else f"lines {first}-{last} (a quoted field opened on line {first} " \
+        "runs across the line breaks after it: is a closing quote missing?)"
+
+
 def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
     """(line, row) pairs of a csv/tsv file. TSV is read without quoting, as GLUE's files need: their fields
     hold unbalanced double quotes that a quoting reader would swallow across lines."""
@@ -190,19 +196,21 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
         header = header if names else _header(path, header)
-        seen = 0
+        seen, start = 0, reader.line_num + 1           # start: the line the row being read begins on
         for row in reader:
+            first, start = start, reader.line_num + 1
             if not row or row == [""]:
                 continue  # blank line
             if not any(field.strip() for field in row):
                 row = [""] * len(header)      # ",,," (a spreadsheet's empty rows): empty fields whatever their count
             if len(row) != len(header):
-                raise DataError(f"{path}: line {reader.line_num}: expected {len(header)} {kind} fields "
+                raise DataError(f"{path}: {_lines(first, reader.line_num)}: expected {len(header)} {kind} fields "
                                 f"({', '.join(header)}), found {len(row)}; fix or remove that line")
             seen += 1
             yield reader.line_num, dict(zip(header, row, strict=True))
     except csv.Error as e:
-        raise DataError(f"{path}: line {reader.line_num}: malformed {fmt.upper()} ({e}); check its quoting") from None
+        raise DataError(f"{path}: {_lines(start, reader.line_num)}: malformed {fmt.upper()} ({e}); check its "
+                        "quoting") from None
     finally:
         csv.field_size_limit(limit)
     if not seen:
