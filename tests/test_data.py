@@ -443,6 +443,29 @@ def test_a_semicolon_csvs_dots_that_group_thousands_are_read_as_such_and_the_und
     assert [LabelEncoder(schema, str(comma))(r["label"], r["pos"]) for r in train] == [950.0, 1.25, 800.0]
 
 
+def test_number_labels_but_for_a_word_are_said(caplog):
+    """'1', '2', 'two': the word is trained as a class of its own, as asked by the data, and said; words among words,
+    or numbers alone, are not; an explicit classification is not second-guessed."""
+    import logging
+
+    import datasets
+
+    def said(labels, problem_type="auto"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tuneloop"):
+            schema = infer_label_schema(datasets.Dataset.from_dict({"label": labels}), problem_type, None, "s.csv")
+        return schema, [r.getMessage() for r in caplog.records]
+
+    schema, messages = said(["1", "2", "two", "1", "3"])
+    assert schema.names == ["1", "2", "3", "two"]
+    assert messages == ["s.csv: the labels are numbers (1, 2, 3) but for 'two', trained as a class of its own; if it "
+                        "is a number, write it as the others are; if it marks a row without a label, leave the row out"]
+    assert "but for 'N/A' and 'x', trained as classes of their own" in said(["1", "2", "10", "N/A", "x"])[1][0]
+    assert said(["pos", "neg", "1"])[1] == []                      # one number among words: a name like the others
+    assert said(["1", "2", "3"])[1] == [] and said(["a", "b", "c"])[1] == []
+    assert said(["1", "2", "two"], "single_label_classification")[1] == []
+
+
 def test_a_guessed_label_column_whose_every_row_differs_stops_and_many_gapped_numbers_are_said(tmp_path, caplog):
     """An id or text column taken for the label gives every row its own class: nothing to learn, so a guessed
     classification stops naming --label-column (and regression for numbers); an explicit one trains. Many whole

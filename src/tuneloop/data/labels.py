@@ -183,6 +183,8 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
             log.warning(f"{source}: the labels look like numbers with a decimal comma ({max(values, key=len)!r}) and "
                         f"are trained as {len(names)} classes; for regression write a decimal point, or save the file "
                         "with ';' separators (a decimal-comma file)")
+        elif guessed:
+            _say_odd_words(values, numeric, source)
     if guessed:
         _check_guessed_classes(names, numeric, len(train), source)
         _say_label_sets(names, source)
@@ -258,6 +260,20 @@ def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
     example = next((v for v in values if comma and "," in v), None)
     if example is not None:
         log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
+
+
+def _say_odd_words(values: list[str], numeric: list, source: str) -> None:
+    """Classes guessed from labels that are numbers but for one or two words ('1', '2', 'two'): almost always a
+    number written out or a stray note, trained as a class of its own; said."""
+    words = sorted(v for v, x in zip(values, numeric, strict=True) if x is None and not _written_with_comma(v))
+    numbers = sorted((v for v, x in zip(values, numeric, strict=True) if x is not None), key=lambda v: float(v))
+    if len(numbers) >= 2 and 1 <= len(words) <= 2:
+        log.warning(f"{source}: the labels are numbers ({', '.join(numbers[:6])}{' ...' if len(numbers) > 6 else ''})"
+                    f" but for {' and '.join(map(repr, words))}, trained as "
+                    + ("a class of its own; if it is a number, write it as the others are; if it marks a row "
+                       "without a label, leave the row out" if len(words) == 1 else "classes of their own; if they "
+                       "are numbers, write them as the others are; if they mark rows without a label, leave the rows "
+                       "out"))
 
 
 def _say_grouping(values: list[str], grouping: Optional[bool], source: str) -> None:

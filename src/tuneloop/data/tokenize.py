@@ -121,16 +121,20 @@ def tokenize(ds, tokenizer, policy: TextPolicy, pair, encoder, desc: str, num_pr
     return out
 
 
+def _rows(n) -> str:
+    return f"{n} row" + ("" if n == 1 else "s")
+
+
 def describe_stats(split: str, s: dict) -> str:
     """One line per split: `data train: 400000 rows | read 12.10 s | tokenized 400000 rows in 20.30 s (19704 rows/s,
     2 processes)`, each step marked `(Arrow cache)` when the cache served it instead of computing it."""
-    parts = [f"data {split}: {s.get('rows', s.get('tokenized_rows', '?'))} rows"]
+    parts = [f"data {split}: {_rows(s.get('rows', s.get('tokenized_rows', '?')))}"]
     if "read_s" in s:
         parts.append(f"read {s['read_s']:.2f} s" + (" (Arrow cache)" if s["read_cached"] else ""))
     if "tokenize_s" in s:
         where = " (Arrow cache)" if s["tokenize_cached"] else ""
         procs = f"{s['num_proc']} process" + ("es" if s["num_proc"] > 1 else "")
-        parts.append(f"tokenized {s['tokenized_rows']} rows in {s['tokenize_s']:.2f} s{where} "
+        parts.append(f"tokenized {_rows(s['tokenized_rows'])} in {s['tokenize_s']:.2f} s{where} "
                      f"({s['tokenize_rows_per_s']:.0f} rows/s, {procs})")
     if s.get("long_texts"):
         how = f"cut into {s['tokenized_rows']} windows" if s.get("windows") is not None else \
