@@ -99,6 +99,13 @@ def test_a_quote_left_open_names_the_line_it_opened_on(tiny_model, tmp_path, goo
     check(*run_cli(train_argv(tiny_model, tmp_path, quoted, good), capsys), "quoted.csv: line 4: expected 2")
 
 
+def test_a_tsv_field_quoted_around_a_tab_says_why_it_splits(tiny_model, tmp_path, good, capsys):
+    bad = write(tmp_path / "quoted.tsv", 'sentence\tlabel\nthe cat\t1\n"the\tdog"\t0\n')   # as pandas writes it
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "quoted.tsv: line 3: expected 2",
+          "found 3; a quoted field holds a tab, and .tsv files are read without quoting (as GLUE writes them): save "
+          "the file as .csv, or take the tabs out of its texts")
+
+
 def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "latin1.csv", "text,label\nthe cat,1\n".encode() + "café,0\n".encode("latin-1"))
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "latin1.csv", "line 3", "not UTF-8")

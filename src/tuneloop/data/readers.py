@@ -204,8 +204,13 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
             if not any(field.strip() for field in row):
                 row = [""] * len(header)      # ",,," (a spreadsheet's empty rows): empty fields whatever their count
             if len(row) != len(header):
+                quoted = fmt == "tsv" and len(row) > len(header) and any(f.startswith('"') for f in row) and \
+                    any(f.endswith('"') for f in row)
                 raise DataError(f"{path}: {_lines(first, reader.line_num)}: expected {len(header)} {kind} fields "
-                                f"({', '.join(header)}), found {len(row)}; fix or remove that line")
+                                f"({', '.join(header)}), found {len(row)}; " + (
+                                    "a quoted field holds a tab, and .tsv files are read without quoting (as GLUE "
+                                    "writes them): save the file as .csv, or take the tabs out of its texts"
+                                    if quoted else "fix or remove that line"))
             seen += 1
             yield reader.line_num, dict(zip(header, row, strict=True))
     except csv.Error as e:
