@@ -361,7 +361,9 @@ def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_
     assert workbook.read_bytes() == before
 
 
-def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_run, tmp_path, capsys):
+def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_run, tmp_path, capsys, caplog):
+    import logging
+
     import openpyxl
 
     _, out, _ = topic_run
@@ -371,9 +373,16 @@ def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_
     lines = new.read_text().splitlines()
     lines[1] = 'doc0,"=HYPERLINK(""http://x"",""sport"") sport",sport'      # a text that Excel would run
     new.write_text("\n".join(lines) + "\n")
+    said = {}
     for name in ("p.tsv", "p.xlsx"):
-        assert main(["predict", "--model", model, "--input", str(new), "--output", str(tmp_path / name),
-                     "--quiet"]) == 0
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tuneloop"):
+            assert main(["predict", "--model", model, "--input", str(new), "--output", str(tmp_path / name),
+                         "--quiet"]) == 0
+        said[name] = caplog.text
+    assert f"--output {tmp_path / 'p.tsv'}: 1 text starts with =, +, - or @ (id doc0: '=HYPERLINK(\"http://x\",\"sport\")" \
+        in said["p.tsv"] and "whose texts stay text" in said["p.tsv"]
+    assert "with =, +, - or @" not in said["p.xlsx"]
     tsv = list(csv.DictReader(open(tmp_path / "p.tsv", newline=""), delimiter="\t"))
     sheet = openpyxl.load_workbook(tmp_path / "p.xlsx").active
     header, *cells = list(sheet.iter_rows())

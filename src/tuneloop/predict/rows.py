@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -18,6 +19,9 @@ from ..data.readers import csv_dialect
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
 from ..objective import Objective, objective_for
+
+log = logging.getLogger("tuneloop")
+FORMULA_STARTS = ("=", "+", "-", "@")     # what a spreadsheet opening a CSV reads as the start of a formula
 
 
 def probabilities(logits: np.ndarray, objective: str | Objective) -> np.ndarray:
@@ -114,6 +118,27 @@ def _json_line(row: dict) -> str:
                       default=str, ensure_ascii=False) + "\n"
 
 
+def _say_formula_texts(rows: list[dict], path: str) -> None:
+    """Texts in a CSV/TSV of predictions that start as a formula does ('=SUM(A1)', '@user', '-1 star'): the file
+    keeps them as they came, which a spreadsheet opening it may run; said, with the workbook that keeps them text."""
+    found = [(row.get("id"), value) for row in rows for value in row.values()
+             if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _number(value)]
+    if found:
+        row, value = found[0]
+        log.warning(f"--output {path}: {len(found)} text{'s start' if len(found) > 1 else ' starts'} with =, +, - or @ "
+                    f"(id {row}: {value[:40]!r}), kept as they came; a spreadsheet opening the file may read them as "
+                    "formulas: to open it in one, write it as .xlsx (--output predictions.xlsx), whose texts stay "
+                    "text")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def glue_submission_value(row: dict, labels, task) -> str:
     """GLUE's submission files take class ids for tasks whose files store ids, names for the others."""
     if "score" in row:
@@ -162,6 +187,7 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
             writer.writeheader()
             writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
             text = buffer.getvalue()
+            _say_formula_texts(rows, path)
     if path == STDOUT:
         try:
             sys.stdout.write(text)
