@@ -149,7 +149,7 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
             rows = with_input(rows, inputs, keep, id_column)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,
-                              task=tasks.get_task(clf.metadata.get("task")))
+                              task=tasks.get_task(clf.metadata.get("task")), asked=True)
     return len(rows)
 
 

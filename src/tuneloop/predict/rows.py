@@ -166,9 +166,10 @@ def check_output_name(path: str, glue: bool = False) -> None:
         extras.require("excel")                      # said before any prediction
 
 
-def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None) -> None:
+def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None,
+                      asked: bool = False) -> None:
     """csv / tsv / jsonl / xlsx by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically; `-`:
-    standard output, as JSON Lines."""
+    standard output, as JSON Lines. `asked`: the file predict's --output names (its formula-like texts are said)."""
     check_output_name(path, glue)
     if glue:
         text = "index\tprediction\n" + "".join(f"{r['id']}\t{glue_submission_value(r, labels, task)}\n"
@@ -187,7 +188,8 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
             writer.writeheader()
             writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
             text = buffer.getvalue()
-            _say_formula_texts(rows, path)
+            if asked:
+                _say_formula_texts(rows, path)
     if path == STDOUT:
         try:
             sys.stdout.write(text)
