@@ -274,6 +274,8 @@ def test_positions_are_named_alike_in_every_error(tmp_path):
 
     assert [position_word(p) for p in ("a.csv", "a.tsv", "a.jsonl", "a.json", "a.parquet", "hub:x/y")] == \
         ["line", "line", "line", "item", "row", "row"]
+    assert [position_word(p) for p in ("train= (DataFrame, 4 rows)", "train= (DataFrame, rows counted from 1, 4 rows)",
+                                       "train= (Dataset, 4 rows)")] == ["row with index", "row", "row"]
     train = tmp_path / "train.jsonl"
     train.write_text('{"text": "a", "label": "x"}\n{"text": "b", "label": "y"}\n{"text": null, "label": "x"}\n')
     with pytest.raises(DataError, match=r"train\.jsonl: line 3: column 'text' has no text"):

@@ -82,13 +82,14 @@ def test_a_classifier_takes_and_gives_dataframes(frames, from_csv):
 
 @pytest.mark.parametrize("change, message", [
     (lambda df: df.assign(review=df.review.where(df.index != 5, "  ")),
-     "train= (DataFrame, 80 rows): row 5: column 'review' is empty"),
+     "train= (DataFrame, 80 rows): row with index 5: column 'review' is empty"),
     (lambda df: df.assign(review=df.review.where(df.index != 6, None)),
-     "train= (DataFrame, 80 rows): row 6: column 'review' has no text (got None)"),
+     "train= (DataFrame, 80 rows): row with index 6: column 'review' has no text (got None)"),
     (lambda df: df.assign(stars=df.stars.where(df.index != 7, float("nan"))),
-     "train= (DataFrame, 80 rows): row 7: empty label in column 'stars'"),
+     "train= (DataFrame, 80 rows): row with index 7: empty label in column 'stars'"),
     (lambda df: df.assign(stars=[1 if i == 4 else s for i, s in enumerate(df.stars)]),
-     "train= (DataFrame, 80 rows): row 4: label 1 in column 'stars' is a number but the label of row 0 ('good') "
+     "train= (DataFrame, 80 rows): row with index 4: label 1 in column 'stars' is a number but the label of row with "
+     "index 0 ('good') "
      "is a text; give labels of one type"),
     (lambda df: df.rename(columns={"review": "text_body"}),
      "train= (DataFrame, 80 rows): no text column 'review' (columns: text_body, stars); fix text_columns="),

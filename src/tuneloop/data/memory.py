@@ -9,6 +9,7 @@ import math
 from typing import Iterator
 
 from ..exceptions import DataError
+from .readers import position_word
 
 PAIR_COLUMNS = ("text", "text_pair")          # the columns a (texts, labels) pair of lists becomes
 
@@ -17,11 +18,10 @@ class Table:
     """Rows held in memory, with what a file would tell: column names, rows with their position (a DataFrame's
     index label, else 1-based), a name for messages, and a fingerprint of the content."""
 
-    position_word = "row"          # a DataFrame's row is named by its index label (df.loc[...]), others from 1
-
     def __init__(self, split: str, kind: str, columns: list[str], rows: list[tuple[object, dict]],
                  hint: str = ""):
         self.split, self.kind, self.columns, self._rows = split, kind, columns, rows
+        self.position_word = position_word(str(self))     # a DataFrame's row by its index label (df.loc[...])
         self.hint = hint                # added to "cannot tell which column holds the text" (a frame's texts as index)
         self._fingerprint = None
 

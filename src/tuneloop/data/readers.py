@@ -129,8 +129,12 @@ def _open_bytes(path: str):
 def position_word(source: str) -> str:
     """How errors name a row's position in `source`, the same everywhere: the file's line for csv/tsv/jsonl
     (the header is line 1), the item for a JSON array, the sheet's row for .xlsx (the header is row 1), the row for
-    Parquet and the Hub."""
+    Parquet and the Hub; a DataFrame's row with its index label (data/memory.Table: "train= (DataFrame, 4 rows)"),
+    other tables' row from 1."""
     fmt = FORMATS.get(format_suffix(source))
+    if fmt is None and str(source).endswith(" rows)") and " (DataFrame, " in str(source) \
+            and "counted from 1" not in str(source):
+        return "row with index"
     return {"csv": "line", "tsv": "line", "jsonl": "line", "json": "item"}.get(fmt, "row")
 
 
