@@ -150,6 +150,9 @@ def test_predict_input_without_the_models_text_columns(tiny_model, shared_mrpc_d
     assert not (tmp_path / "p.csv").exists()
     # one example on the command line: an empty text is said as the argument it is
     check(*run_cli(["predict", "--model", str(out / "model"), "the cat", "  "], capsys), "the second text is empty")
+    check(*run_cli(["predict", "--model", str(out / "model"), "the cat"], capsys), "the model reads 2 texts "
+          "(sentence1, sentence2) per example; got 1 argument: quote each text (\"first text\" \"second text\"); "
+          "for many examples give --input FILE")
 
 
 def test_offline_hub_task_says_how_to_pass_files(tiny_model, tmp_path, capsys):

@@ -403,3 +403,17 @@ def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_
     assert len(err.splitlines()) == 1 and not (tmp_path / "b.xlsx").exists()
     assert main(["predict", "--model", model, "--input", str(bad), "--output", str(tmp_path / "b.xlsx"),
                  "--quiet", "--keep-columns", "none"]) == 0              # as the message says
+
+
+def test_unquoted_words_for_a_one_text_model_say_to_quote_them(topic_run, capsys):
+    _, out, _ = topic_run
+    capsys.readouterr()
+    assert main(["predict", "--model", str(out), "the", "vote", "passed"]) == 2       # three words, one text each?
+    err = capsys.readouterr().err.strip()
+    assert err == "tuneloop predict: error: one example has one or two texts; got 3 arguments: quote each text " \
+        "(\"the vote passed\" as one); for many examples give --input FILE"
+    assert main(["predict", "--model", str(out), "vote", "passed"]) == 2
+    assert capsys.readouterr().err.strip() == "tuneloop predict: error: the model reads 1 text (text) per example; " \
+        "got 2 arguments: quote the text (\"vote passed\"); for many examples give --input FILE"
+    assert main(["predict", "--model", str(out), "the vote passed"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["label"] in TOPICS

@@ -169,7 +169,8 @@ def cmd_predict(ns) -> int:
     if ns.texts and ns.input:
         raise TuneloopError("give either --input FILE or text arguments, not both")
     if len(ns.texts) > 2:
-        raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} (quote each text)")
+        raise TuneloopError(f"one example has one or two texts; got {len(ns.texts)} arguments: quote each text "
+                            f"(\"{' '.join(ns.texts)}\" as one); for many examples give --input FILE")
     if not ns.texts and not ns.input:
         raise TuneloopError("nothing to predict: give --input FILE, or the example's text(s) in quotes")
     if ns.input and not is_data_file(ns.input):                    # book.xlsx#new: a sheet of the workbook
@@ -195,8 +196,12 @@ def cmd_predict(ns) -> int:
         if ns.texts:                      # one example: its row, as a prediction file holds it
             recorded = clf.text_columns
             if recorded and len(ns.texts) != len(recorded):
-                raise TuneloopError(f"the model reads {len(recorded)} text(s) ({', '.join(recorded)}); give "
-                                    f"{len(recorded)} quoted argument(s), got {len(ns.texts)}")
+                one = len(recorded) == 1
+                shown = " ".join(ns.texts) if one else "first text\" \"second text"
+                raise TuneloopError(f"the model reads {len(recorded)} text{'' if one else 's'} ({', '.join(recorded)})"
+                                    f" per example; got {len(ns.texts)} argument{'' if len(ns.texts) == 1 else 's'}: "
+                                    f"quote {'the' if one else 'each'} text (\"{shown}\"); for many examples give "
+                                    "--input FILE")
             empty = [i for i, text in enumerate(ns.texts) if not text.strip()]
             if empty:
                 raise TuneloopError(f"the {('first', 'second')[empty[0]]} text is empty; quote the example's text(s)")
