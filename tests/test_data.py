@@ -445,7 +445,7 @@ def test_a_semicolon_csvs_dots_that_group_thousands_are_read_as_such_and_the_und
     assert [LabelEncoder(schema, str(comma))(r["label"], r["pos"]) for r in train] == [950.0, 1.25, 800.0]
 
 
-def test_number_labels_but_for_a_word_are_said(caplog):
+def test_number_labels_but_for_a_word_are_said(tmp_path, caplog):
     """'1', '2', 'two': the word is trained as a class of its own, as asked by the data, and said; words among words,
     or numbers alone, are not; an explicit classification is not second-guessed."""
     import logging
@@ -466,6 +466,12 @@ def test_number_labels_but_for_a_word_are_said(caplog):
     assert said(["pos", "neg", "1"])[1] == []                      # one number among words: a name like the others
     assert said(["1", "2", "3"])[1] == [] and said(["a", "b", "c"])[1] == []
     assert said(["1", "2", "two"], "single_label_classification")[1] == []
+    semi = tmp_path / "semi.csv"                                  # numbers with decimal commas, in their order
+    semi.write_text("text;score\na;2,6\nb;10\nc;x\n")
+    train = load_user_files(str(semi), None, None, None, None).train
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert infer_label_schema(train, "auto", None, str(semi)).names == ["10", "2,6", "x"]
+    assert "the labels are numbers (2,6, 10) but for 'x'" in caplog.text
 
 
 def test_a_guessed_label_column_whose_every_row_differs_stops_and_many_gapped_numbers_are_said(tmp_path, caplog):

@@ -266,7 +266,7 @@ def _say_odd_words(values: list[str], numeric: list, source: str) -> None:
     """Classes guessed from labels that are numbers but for one or two words ('1', '2', 'two'): almost always a
     number written out or a stray note, trained as a class of its own; said."""
     words = sorted(v for v, x in zip(values, numeric, strict=True) if x is None and not _written_with_comma(v))
-    numbers = sorted((v for v, x in zip(values, numeric, strict=True) if x is not None), key=lambda v: float(v))
+    numbers = [v for x, v in sorted((x, v) for v, x in zip(values, numeric, strict=True) if x is not None)]
     if len(numbers) >= 2 and 1 <= len(words) <= 2:
         log.warning(f"{source}: the labels are numbers ({', '.join(numbers[:6])}{' ...' if len(numbers) > 6 else ''})"
                     f" but for {' and '.join(map(repr, words))}, trained as "
