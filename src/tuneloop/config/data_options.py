@@ -30,8 +30,9 @@ class DataOptions:
     data_dir: Optional[str] = opt(None, "folder with the task's files exactly as GLUE ships them (train.tsv, dev.tsv, "
                                   "test.tsv); without it and without --train-file a GLUE task is read from the Hub",
                                   "data", metavar="DIR", commands=WITH_EVALUATE, common=True, sklearn="own")
-    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl, .parquet or .xlsx", "data",
-                                    metavar="FILE", common=True, sklearn="own")
+    train_file: Optional[str] = opt(None, "your training data: .csv, .tsv, .json, .jsonl, .parquet or .xlsx (a "
+                                    "workbook's sheet: book.xlsx#SHEET; sheets named train, dev, test are read as "
+                                    "those splits)", "data", metavar="FILE", common=True, sklearn="own")
     validation_file: Optional[str] = opt(None, "your validation data (same formats)", "data", metavar="FILE",
                                          commands=WITH_EVALUATE, resumable=True, common=True, sklearn="own")
     test_file: Optional[str] = opt(None, "your unlabeled test data: its predictions are written into the run folder "
