@@ -106,6 +106,14 @@ def test_a_tsv_field_quoted_around_a_tab_says_why_it_splits(tiny_model, tmp_path
           "the file as .csv, or take the tabs out of its texts")
 
 
+def test_a_folder_given_as_a_data_file_is_said_as_a_folder(tiny_model, tmp_path, good, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    check(*run_cli(train_argv(tiny_model, tmp_path, str(folder), good), capsys),
+          f"--train-file: {folder} is a folder; give a data file in it (a GLUE task's folder is --data-dir DIR with "
+          "--task NAME)")
+
+
 def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "latin1.csv", "text,label\nthe cat,1\n".encode() + "café,0\n".encode("latin-1"))
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "latin1.csv", "line 3", "not UTF-8")

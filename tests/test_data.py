@@ -367,6 +367,23 @@ def test_labels_that_are_other_labels_joined_say_the_label_separator(caplog):
     assert not caplog.records and schema.names == ["news", "sports", "tech"]
 
 
+def test_excels_sep_line_names_the_separator_and_is_not_the_header(tmp_path):
+    """`sep=;` (or `sep=,`) as the first line, as Excel writes and reads it: the separator, skipped as the header;
+    positions stay the file's lines."""
+    from tuneloop.data.readers import file_columns
+
+    for sep in (";", ",", "\t"):
+        path = tmp_path / f"sep{ord(sep)}.csv"
+        path.write_text(f"sep={sep}\ntext{sep}label\nthe cat{sep}a\nthe dog{sep}b\nthe cow{sep}\n")
+        assert file_columns(str(path)) == ["text", "label"]
+        with pytest.raises(DataError, match=r"line 5: empty label"):           # sep=(1) header(2) ... cow(5)
+            load_user_files(str(path), None, None, None, None)
+    path.write_text("sep=;\ntext;label\nthe cat;2,5\nthe dog;3\n")
+    train = load_user_files(str(path), None, None, None, None).train
+    assert [LabelEncoder(infer_label_schema(train, "auto", None, str(path)), str(path))(r["label"], r["pos"])
+            for r in train] == [2.5, 3.0]                                      # ';' named: decimal commas
+
+
 def test_a_semicolon_csvs_decimal_comma_labels_are_numbers_and_a_comma_csvs_are_said(tmp_path, caplog):
     """Excel writes ';' where the comma is the decimal mark: there "2,6" is 2.6 (regression, read alike by the
     training and the evaluation encoder); in a comma .csv the same quoted labels stay classes, with a warning, and

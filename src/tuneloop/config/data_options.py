@@ -118,7 +118,9 @@ class DataOptions:
                                   f"give the rows as a file (--{name.replace('_', '-')} FILE), or in Python pass "
                                   "the table again (clf.evaluate(df); tuneloop.train(train=..., resume=...))")
             if isinstance(path, (str, os.PathLike)):                      # else a table from Python (data/memory)
-                need(is_data_file(path), name, f"{path} does not exist or is not a file")   # book.xlsx#dev: a sheet
+                need(is_data_file(path), name, f"{path} is a folder; give a data file in it (a GLUE task's folder "
+                     "is --data-dir DIR with --task NAME)" if Path(path).is_dir() else
+                     f"{path} does not exist or is not a file")                      # book.xlsx#dev: a sheet
         if self.data_dir and (self.train_file or self.validation_file):
             raise ConfigError("--data-dir and --train-file/--validation-file exclude each other: give one of them")
         return self

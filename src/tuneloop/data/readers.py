@@ -16,6 +16,7 @@ import io
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -39,11 +40,24 @@ def csv_dialect(fmt: str) -> dict:
 OTHER_SEPARATORS = (";", "\t", "|")    # a .csv whose header has none of its commas but one of these is read with it
 
 
+_SEP_LINE = re.compile(r"sep=([,;\t|])", re.IGNORECASE)   # Excel's first line naming a .csv's separator
+
+
+def _is_sep_line(row: list[str] | None) -> bool:
+    """A `sep=;` first line as the csv reader splits it on its own separator: ['sep=', '']."""
+    return row is not None and len(row) == 2 and row[0].strip().lower() == "sep=" and row[1] == ""
+
+
 @functools.lru_cache(maxsize=64)
 def _separator(path: str, size: int, mtime: int) -> str:
     """The delimiter of a .csv file: a comma, unless its header line has no comma and one of OTHER_SEPARATORS
     (Excel writes ';' where the comma is the decimal mark; a tab-separated file may be named .csv). Said once."""
     header = next(_decoded_lines(path), "")
+    named = _SEP_LINE.fullmatch(header.rstrip("\r\n"))
+    if named:
+        log.info(f"{path}: its first line {header.strip()!r} names the separator (as Excel reads it): read with "
+                 f"{named.group(1)!r}")
+        return named.group(1)
     if "," in header:
         return ","
     for sep in OTHER_SEPARATORS:
@@ -197,6 +211,8 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
     limit = csv.field_size_limit(_FIELD_LIMIT)      # long documents; the caller's limit is given back below
     try:
         header = list(names) if names else next(reader, None)
+        if not names and fmt == "csv" and _is_sep_line(header):
+            header = next(reader, None)               # Excel's sep= line: the header is the next one
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
         header = header if names else _header(path, header)
@@ -335,7 +351,10 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
     if fmt in ("csv", "tsv"):
         limit = csv.field_size_limit(_FIELD_LIMIT)
         try:
-            header = next(csv.reader(_decoded_lines(path), **reading_dialect(path, fmt)), None)
+            rows = csv.reader(_decoded_lines(path), **reading_dialect(path, fmt))
+            header = next(rows, None)
+            if fmt == "csv" and _is_sep_line(header):
+                header = next(rows, None)
         finally:
             csv.field_size_limit(limit)
         if not header or header == [""]:
