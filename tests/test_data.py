@@ -596,8 +596,8 @@ def test_a_multi_label_row_with_none_of_the_labels_is_written_as_an_empty_list(t
 
 
 def test_json_files_in_the_shapes_people_write_them(tmp_path):
-    """JSON Lines in a .json file (as `datasets` reads .json), columns of lists, and pandas' to_json in its default
-    and index orientations all read as the same rows; a JSON array in a .jsonl file says to name it .json."""
+    """JSON Lines in a .json file (as `datasets` reads .json), columns of lists, and pandas' to_json in its default,
+    index, split and table orientations all read as the same rows; a JSON array in a .jsonl file says to name it .json."""
     from tuneloop.data.readers import iter_rows
 
     rows = [{"text": f"the cat {i}", "label": "ab"[i % 2]} for i in range(5)]
@@ -608,6 +608,10 @@ def test_json_files_in_the_shapes_people_write_them(tmp_path):
         "index.json": json.dumps({str(i): r for i, r in enumerate(rows)}),
         "array.json": json.dumps(rows),
         "wrapped.json": json.dumps({"data": rows}),
+        "split.json": json.dumps({"columns": ["text", "label"], "index": list(range(5)),        # orient="split"
+                                  "data": [[r["text"], r["label"]] for r in rows]}),
+        "table.json": json.dumps({"schema": {"fields": [], "primaryKey": ["index"]},            # orient="table"
+                                  "data": [{"index": i, **r} for i, r in enumerate(rows)]}),
     }
     for name, text in shapes.items():
         (tmp_path / name).write_text(text)

@@ -267,7 +267,17 @@ def _json_lines(path: str, by_item: bool = False) -> Iterator[tuple[int, dict]]:
 def _records(data):
     """The rows of a parsed .json file: an array of objects, one such array under a single key ({"data": [...]}),
     or columns — {"text": [...], "label": [...]} or pandas' `to_json()` {"text": {"0": ...}, "label": {...}} (its
-    orient="index", {"0": {"text": ..., "label": ...}, ...}, when there are more rows than columns)."""
+    orient="index", {"0": {"text": ..., "label": ...}, ...}, when there are more rows than columns; its
+    orient="split", {"columns": [...], "index": [...], "data": [[...], ...]}; its orient="table", {"schema": ...,
+    "data": [{...}, ...]}, without the index it adds)."""
+    if isinstance(data, dict) and {"columns", "data"} <= set(data) <= {"columns", "index", "data"} \
+            and isinstance(data["columns"], list) and isinstance(data["data"], list) \
+            and all(isinstance(row, list) and len(row) == len(data["columns"]) for row in data["data"]):
+        return [dict(zip(map(str, data["columns"]), row, strict=True)) for row in data["data"]]
+    if isinstance(data, dict) and set(data) == {"schema", "data"} and isinstance(data["data"], list):
+        keys = (data["schema"] or {}).get("primaryKey") or [] if isinstance(data["schema"], dict) else []
+        return [{k: v for k, v in row.items() if k not in keys} if isinstance(row, dict) else row
+                for row in data["data"]]
     if isinstance(data, dict) and len(data) == 1 and isinstance(next(iter(data.values())), list):
         return next(iter(data.values()))
     if isinstance(data, dict) and len(data) > 1:
