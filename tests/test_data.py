@@ -721,6 +721,41 @@ def test_an_excel_workbook_is_read_as_a_csv_file_is(tmp_path, caplog):
         list(iter_rows(str(tmp_path / "fake.xlsx")))
 
 
+def test_a_sheets_title_rows_above_its_column_names_are_left_out(tmp_path, caplog):
+    """A report's title and a blank row above the column names: the header is the first row naming two columns or
+    more, the rows keep the sheet's numbers, and the log says what was left out; a one-column sheet, or a first row
+    that names the columns, reads as before."""
+    import logging
+
+    import openpyxl
+
+    from tuneloop.data.readers import file_columns, iter_rows
+
+    book = openpyxl.Workbook()
+    book.active.append(["Customer feedback, December"])
+    book.active.append([])
+    book.active.append(["text", "label"])
+    book.active.append(["the cat", "a"])
+    book.active.append(["the dog", 7])
+    book.save(tmp_path / "report.xlsx")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        rows = list(iter_rows(str(tmp_path / "report.xlsx")))
+    assert rows == [(4, {"text": "the cat", "label": "a"}), (5, {"text": "the dog", "label": "7"})]
+    assert file_columns(str(tmp_path / "report.xlsx")) == ["text", "label"]
+    assert "rows 1-2 above the column names left out (a title: 'Customer feedback, December'); the header is " \
+        "row 3" in caplog.text
+    single = openpyxl.Workbook()
+    for value in ("text", "the cat", "the dog"):
+        single.active.append([value])
+    single.save(tmp_path / "single.xlsx")
+    assert list(iter_rows(str(tmp_path / "single.xlsx"))) == [(2, {"text": "the cat"}), (3, {"text": "the dog"})]
+    numbers = openpyxl.Workbook()                               # a row of numbers is not taken for column names
+    for cells in (["scores"], [1, 2], [3, 4]):
+        numbers.active.append(cells)
+    numbers.save(tmp_path / "numbers.xlsx")
+    assert file_columns(str(tmp_path / "numbers.xlsx")) == ["scores"]
+
+
 def test_a_data_path_can_name_a_workbooks_sheet(tmp_path):
     import openpyxl
 

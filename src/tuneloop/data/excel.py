@@ -1,12 +1,14 @@
 """Excel workbooks (.xlsx, the `excel` extra: openpyxl) read as a CSV file is: the sheet's first row names the
-columns, each later row is a row, its position the sheet's row number (the header is row 1), every cell as text
-(whole numbers without ".0", dates as ISO text: 2020-01-02). Rows whose every cell is empty are left out: a
-sheet's formatting can reach far below its data. The first sheet unless the path names one: `book.xlsx#dev` is the
-sheet "dev" of book.xlsx (`sheet_path`), so one workbook can hold the training and validation rows."""
+columns (below a report's title and blank rows, if any: _header_row), each later row is a row, its position the
+sheet's row number (the header is row 1), every cell as text (whole numbers without ".0", dates as ISO text:
+2020-01-02). Rows whose every cell is empty are left out: a sheet's formatting can reach far below its data. The
+first sheet unless the path names one: `book.xlsx#dev` is the sheet "dev" of book.xlsx (`sheet_path`), so one
+workbook can hold the training and validation rows."""
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import logging
 from typing import Iterator
 
@@ -29,7 +31,21 @@ def _text(value) -> str:
     return str(value).strip() if isinstance(value, str) else str(value)
 
 
-def _header(path: str, cells: tuple) -> list[str]:
+TITLE_ROWS = 10      # rows of at most one cell (a title, a blank) looked past for the column names below them
+
+
+def _header_row(head: list[tuple]) -> int:
+    """Which of a sheet's first rows names the columns: the first, or the first that names two columns or more
+    (texts all) below rows of one filled cell at most (a report's title, blank rows); the first when no such row
+    comes within TITLE_ROWS (a sheet of one column: its first row names it)."""
+    for i, cells in enumerate(head[:TITLE_ROWS + 1]):
+        filled = [c for c in cells if _text(c)]
+        if len(filled) >= 2:
+            return i if i == 0 or all(isinstance(c, str) for c in filled) else 0
+    return 0
+
+
+def _header(path: str, cells: tuple, row: int = 1) -> list[str]:
     names = [_text(c) for c in cells]
     while names and not names[-1]:
         names.pop()                                   # empty cells after the last column name
@@ -37,10 +53,10 @@ def _header(path: str, cells: tuple) -> list[str]:
         raise DataError(f"{path}: the sheet's first row is empty; it needs the column names")
     blank = next((i for i, n in enumerate(names) if not n), None)
     if blank is not None:
-        raise DataError(f"{path}: row 1, column {_column_letter(blank)}: no column name; name every column")
+        raise DataError(f"{path}: row {row}, column {_column_letter(blank)}: no column name; name every column")
     twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
     if twice is not None:
-        raise DataError(f"{path}: row 1: the column name {twice!r} is given twice; rename one")
+        raise DataError(f"{path}: row {row}: the column name {twice!r} is given twice; rename one")
     return names
 
 
@@ -78,12 +94,19 @@ def excel_rows(path: str, header_only: bool = False) -> Iterator[tuple[int, dict
                                 f"{file}{SHEET_MARK}{titles[0]})")
             sheet = book[same[0]]
         rows = sheet.iter_rows(values_only=True)
-        header = _header(path, next(rows, ()))
+        head = list(itertools.islice(rows, TITLE_ROWS + 1))
+        at = _header_row(head)
+        above, cells, rows = head[:at], (head[at] if head else ()), itertools.chain(head[at + 1:], rows)
+        if above and not header_only:
+            title = next((_text(c) for row in above for c in row if _text(c)), "")
+            log.info(f"{path}: row{'s 1-' if len(above) > 1 else ' '}{len(above)} above the column names left out"
+                     + (f" (a title: {title[:60]!r})" if title else "") + f"; the header is row {len(above) + 1}")
+        header = _header(path, cells, len(above) + 1)
         if header_only:
-            yield 1, dict.fromkeys(header, "")
+            yield len(above) + 1, dict.fromkeys(header, "")
             return
         seen = 0
-        for number, cells in enumerate(rows, start=2):
+        for number, cells in enumerate(rows, start=len(above) + 2):
             values = [_text(c) for c in cells[:len(header)]] + [""] * max(0, len(header) - len(cells))
             if not any(values):
                 continue
