@@ -295,7 +295,8 @@ def test_train_config_is_the_data_options_then_the_rest_in_order():
     every = [f.name for f in dataclasses.fields(TrainConfig)]
     assert every[:len(data)] == data and list(TrainConfig().to_dict())[:len(data)] == data     # config.yaml's order
     assert data == [f.name for f in dataclasses.fields(TrainConfig) if f.metadata["group"] == "data"]
-    message = r"--text-columns: give one or two column names separated by a comma"
+    message = r"--text-columns: give one or two column names separated by a comma .*; to read three or more, join " \
+        r"them into one column of the file"
     for options in (DataOptions, TrainConfig):           # the same check and message, with or without the rest
         with pytest.raises(ConfigError, match=message):
             options(text_columns=["a", "b", "c"]).validate()

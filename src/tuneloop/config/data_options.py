@@ -103,7 +103,9 @@ class DataOptions:
                  "--train-file for your own data)")
         if self.text_columns is not None:
             need(1 <= len(self.text_columns) <= 2 and all(self.text_columns), "text_columns",
-                 f"give one or two column names separated by a comma, got {','.join(self.text_columns)!r}")
+                 f"give one or two column names separated by a comma (a text, or a pair of texts), got "
+                 f"{','.join(self.text_columns)!r}" + ("; to read three or more, join them into one column of the "
+                                                       "file" if len(self.text_columns) > 2 else ""))
             need(len(set(self.text_columns)) == len(self.text_columns), "text_columns",
                  f"{','.join(self.text_columns)!r} names one column twice; a pair needs two columns")
         if self.data_dir is not None and self.data_dir != "sample":
