@@ -230,7 +230,8 @@ def test_two_workers_share_one_embedded_study(tiny_model, train_csv, tmp_path, s
 
 def test_bad_spaces_are_refused(tiny_model, train_csv, tmp_path, capsys):
     for text, message in (("lr: 0.1\n", "give {low: A, high: B}"), ("learning_rate: {low: 1, high: 2}\n",
-                          "not a tuneloop option"), ("lr: {low: 0.1, high: 0.01}\n", "low < high"),
+                          "not a tuneloop option"),
+                          ("lrr: {low: 1, high: 2}\n", "not a tuneloop option (did you mean lr?)"), ("lr: {low: 0.1, high: 0.01}\n", "low < high"),
                           ("epochs: {low: 0, high: 3, log: true}\n", "log range needs low > 0"),
                           # each of these ran trials before (or ended in a traceback)
                           ("lr: {choices: 5}\n", "choices must be a non-empty list"),

@@ -21,6 +21,7 @@ trials and OUT/search.html the optimisation history and the parameters' importan
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import logging
 import os
@@ -86,7 +87,9 @@ def read_space(path: str, base: TrainConfig | None = None) -> dict[str, dict]:
         name = str(key).replace("-", "_")
         where = f"--space {path}: {key}"
         if name not in fields:
-            raise ConfigError(f"{where}: not a tuneloop option; see `tuneloop train --help`")
+            near = difflib.get_close_matches(name, list(fields), n=1)
+            raise ConfigError(f"{where}: not a tuneloop option" + (f" (did you mean {near[0]}?)" if near else "")
+                              + "; see `tuneloop train --help`")
         if _fixed(name):
             raise ConfigError(f"{where}: cannot vary between trials: {_fixed(name)}")
         out[name] = _spec(spec, fields[name], where)
