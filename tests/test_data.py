@@ -342,6 +342,11 @@ def test_labels_that_differ_only_in_case_or_spacing_are_said(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="tuneloop"):
         infer_label_schema(datasets.Dataset.from_dict({"label": ["pos", "neg"]}), "auto", None, "labels.csv")
     assert not caplog.records
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):                # é as one character, and as e + accent
+        schema = infer_label_schema(datasets.Dataset.from_dict({"label": ["caf\u00e9", "cafe\u0301", "bar"]}), "auto",
+                                    None, "labels.csv")
+    assert len(schema.names) == 3 and "differ only in case or spacing (or in how an accent is stored: Unicode's " \
+        "composed and decomposed forms)" in caplog.text
 
 
 def test_labels_that_are_other_labels_joined_say_the_label_separator(caplog):

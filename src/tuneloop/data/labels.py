@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -290,14 +291,17 @@ def _say_grouping(values: list[str], grouping: Optional[bool], source: str) -> N
 
 
 def _say_near_duplicates(names: list[str], source: str) -> None:
-    """Classes whose names differ only in case or inner spacing ('neg' and 'Neg', 'not spam' and 'not  spam') are
-    different classes to the model; almost always one class typed two ways, so the log says so."""
+    """Classes whose names differ only in case, inner spacing or Unicode form ('neg' and 'Neg', 'not spam' and 'not
+    spam', 'café' in one character or two) are different classes to the model; almost always one class typed two
+    ways, so the log says so."""
     groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(" ".join(name.casefold().split()), []).append(name)
+    for name in names:                    # NFKC: 'café' typed as one character or as e and an accent are alike
+        groups.setdefault(" ".join(unicodedata.normalize("NFKC", name).casefold().split()), []).append(name)
     alike = [" and ".join(repr(n) for n in group) for group in groups.values() if len(group) > 1]
     if alike:
-        log.warning(f"{source}: the labels {'; '.join(alike[:5])} differ only in case or spacing and are trained as "
+        log.warning(f"{source}: the labels {'; '.join(alike[:5])} differ only in case or spacing" + (
+                        " (or in how an accent is stored: Unicode's composed and decomposed forms)" if any(
+                            unicodedata.normalize("NFC", n) != n for n in names) else "") + " and are trained as "
                     "different classes; if they mean the same, write them one way")
 
 
