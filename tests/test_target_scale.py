@@ -261,3 +261,5 @@ def test_validation_rows_on_which_a_correlation_says_nothing_are_said(tiny_model
     assert len(said["same"]) == 1 and "gives every row the same target (5): Pearson and Spearman are undefined " \
         "(reported as 0)" in said["same"][0]
     assert said["fine"] == []
+    with tuneloop.load(str(tmp_path / "fine")) as model:                 # a regression has no decision rule
+        assert model.evaluate()["decision_rule"] == "none (regression: the score as predicted)"

@@ -107,7 +107,10 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
         results = {"model": clf.path, "task": config.task,
                    "main_metric": meta.get("main_metric") or tasks.main_metric(task, labels.problem_type),
                    "eval": next(iter(per_split.values())),
-                   "decision_rule": rule.describe() if rule is not None else "raw scores: argmax / 0.5"}
+                   "decision_rule": rule.describe() if rule is not None else {
+                       tasks.REGRESSION: "none (regression: the score as predicted)",
+                       tasks.MULTI_LABEL: "raw scores: each label at 0.5"}.get(labels.problem_type,
+                                                                           "raw scores: argmax")}
         if len(per_split) > 1:
             results["eval_splits"] = per_split
         classes = {split: per_class(rule.decision_logits(logits) if rule is not None else logits, gold, labels)
