@@ -320,8 +320,10 @@ def test_one_workbook_holds_the_training_validation_and_new_rows_as_sheets(tiny_
     from tuneloop.config.resolve import resolve_config
     from tuneloop.data.sources import workbook_splits
 
-    asked = resolve_config(train_file=str(workbook), validation_file=f"{workbook}#train", machine=False)
-    assert workbook_splits(asked) is asked                           # a validation file named: nothing changes
+    asked = workbook_splits(resolve_config(train_file=str(workbook), validation_file=str(dev), machine=False))
+    assert (asked.train_file, asked.validation_file) == (f"{workbook}#train", str(dev))   # the file given, kept
+    resumed = resolve_config(train_file=str(workbook), resume="latest", output_dir=str(tmp_path / "r"), machine=False)
+    assert workbook_splits(resumed) is resumed                       # a resume reads its config.yaml's paths
     for kept in (dict(validation_split=0.2), dict(folds=3)):         # rows held out of the train sheet, as asked
         config = workbook_splits(resolve_config(train_file=str(workbook), machine=False, **kept))
         assert (config.train_file, config.validation_file) == (f"{workbook}#train", None)
@@ -380,8 +382,8 @@ def test_predictions_to_a_workbook_equal_the_tsv_and_never_hold_a_formula(topic_
             assert main(["predict", "--model", model, "--input", str(new), "--output", str(tmp_path / name),
                          "--quiet"]) == 0
         said[name] = caplog.text
-    assert f"--output {tmp_path / 'p.tsv'}: 1 text starts with =, +, - or @ (id doc0: '=HYPERLINK(\"http://x\",\"sport\")" \
-        in said["p.tsv"] and "whose texts stay text" in said["p.tsv"]
+    assert f"--output {tmp_path / 'p.tsv'}: 1 text starts with =, +, - or @ (id doc0: " \
+        "'=HYPERLINK(\"http://x\",\"sport\")" in said["p.tsv"] and "whose texts stay text" in said["p.tsv"]
     assert "with =, +, - or @" not in said["p.xlsx"]
     tsv = list(csv.DictReader(open(tmp_path / "p.tsv", newline=""), delimiter="\t"))
     sheet = openpyxl.load_workbook(tmp_path / "p.xlsx").active

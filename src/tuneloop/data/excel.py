@@ -177,11 +177,11 @@ SPLIT_SHEETS = {"train": ("train", "training"), "validation": ("validation", "va
                 "test": ("test",)}                      # sheet names (any letter case) that say which rows they hold
 
 
-def sheet_splits(path: str) -> dict[str, str]:
+def sheet_splits(path: str, without: tuple[str, ...] = ()) -> dict[str, str]:
     """{split: its sheet's path (book.xlsx#dev)} of a workbook whose sheets are named as splits (train, dev or
     validation, test), when one sheet is named as the training rows and it is not the first sheet alone; {} for any
     other file, one whose sheets are named otherwise, or without the `excel` extra (the reader then says what to
-    install)."""
+    install). `without`: splits given otherwise (a --validation-file), not looked for."""
     file, wanted = sheet_path(path)
     if wanted is not None or not file.lower().endswith(".xlsx") or extras.missing("excel"):
         return {}
@@ -195,6 +195,8 @@ def sheet_splits(path: str) -> dict[str, str]:
         return {}
     found = {}
     for split, names in SPLIT_SHEETS.items():
+        if split in without:
+            continue
         same = [t for t in titles if t.strip().casefold() in names]
         if len(same) == 1:
             found[split] = f"{file}{SHEET_MARK}{same[0]}"

@@ -306,27 +306,29 @@ def resolve_data_dir(data_dir: str | None) -> str | None:
 
 
 def workbook_splits(config):
-    """A run's options with --train-file book.xlsx alone, one of whose sheets is named train, and perhaps others
-    dev (or validation) and test: those sheets are the splits (said, and recorded in config.yaml as book.xlsx#train
-    ...), as a GLUE folder's files are, instead of the first sheet (without a dev sheet, the validation rows are
-    held out of the train sheet). A dev sheet is not taken for --folds or --validation-split / --split-seed (which
-    ask to hold rows out); nothing changes for a resume (config.yaml has the paths)."""
-    if (config.validation_file is not None or not isinstance(config.train_file, str) or config.resume is not None):
+    """A run's options with --train-file book.xlsx, one of whose sheets is named train, and perhaps others dev (or
+    validation) and test: those sheets are the splits (said, and recorded in config.yaml as book.xlsx#train ...), as
+    a GLUE folder's files are, instead of the first sheet (without a dev sheet, the validation rows are held out of
+    the train sheet). A dev sheet is not taken beside a --validation-file, nor for --folds or --validation-split /
+    --split-seed (which ask to hold rows out), nor a test sheet beside a --test-file; nothing changes for a resume
+    (config.yaml has the paths)."""
+    if not isinstance(config.train_file, str) or config.resume is not None:
         return config
     from .excel import sheet_splits
 
-    splits = sheet_splits(config.train_file)
-    if config.fold is not None or config.folds or {"validation_split", "split_seed"} & set(config.chosen or ()):
-        splits.pop("validation", None)                  # rows held out of the training sheet, as asked
+    held = config.fold is not None or config.folds or {"validation_split", "split_seed"} & set(config.chosen or ())
+    given = config.validation_file is not None
+    splits = sheet_splits(config.train_file, without=(("validation",) if given or held else ())
+                          + (("test",) if config.test_file is not None else ()))
     if not splits:
         return config
-    changes = {"train_file": splits["train"], "validation_file": splits.get("validation")}
-    if config.test_file is None and "test" in splits:
+    changes = {"train_file": splits["train"], "validation_file": splits.get("validation", config.validation_file)}
+    if "test" in splits:
         changes.update(test_file=splits["test"], predict_test=config.predict_test
                        if "predict_test" in (config.chosen or ()) else True)
     log.info(f"{config.train_file}: its sheets are the splits: " + ", ".join(
         f"{name} {path.rpartition(SHEET_MARK)[2]!r}" for name, path in
-        (("training", changes["train_file"]), ("validation", changes["validation_file"]),
+        (("training", changes["train_file"]), ("validation", splits.get("validation")),
          ("test", changes.get("test_file"))) if path) + f" (name one with {config.train_file}{SHEET_MARK}SHEET "
              "to choose)")
     return config.replace(**changes)
