@@ -488,6 +488,11 @@ def test_number_labels_but_for_a_word_are_said(tmp_path, caplog):
     assert said(["pos", "neg", "1"])[1] == []                      # one number among words: a name like the others
     assert said(["1", "2", "3"])[1] == [] and said(["a", "b", "c"])[1] == []
     assert said(["1", "2", "two"], "single_label_classification")[1] == []
+    assert said(["pos", "neg", "N/A"])[1] == ["s.csv: the label 'N/A' reads as a missing label and is trained as a "
+                                               "class of its own; if those rows have no label, leave them out (or "
+                                               "predict them with tuneloop predict)"]
+    assert said(["yes", "none"])[1] == []                           # one other class: 'none' is a class there
+    assert len(said(["1", "2", "N/A"])[1]) == 1                      # said once, as numbers but for a word
     semi = tmp_path / "semi.csv"                                  # numbers with decimal commas, in their order
     semi.write_text("text;score\na;2,6\nb;10\nc;x\n")
     train = load_user_files(str(semi), None, None, None, None).train

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 import logging
-import math
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
+from .label_notes import (_check_guessed_classes, _say_decimal_comma, _say_grouping, _say_label_sets,
+                          _say_labels_on_every_row, _say_missing_markers, _say_near_duplicates, _say_odd_words)
+from .label_numbers import (_LEADING_ZERO, _as_float, _comma_hint, _not_a_target, _regression_value,
+                            _written_with_comma, dots_group_thousands)
 from .readers import decimal_comma, position_word
 
 log = logging.getLogger("tuneloop")
@@ -72,62 +73,6 @@ def _split_labels(raw: str, separator: str | None) -> list[str]:
         except json.JSONDecodeError:
             pass
     return [part.strip() for part in raw.split(separator)] if separator else [raw]
-
-
-_LEADING_ZERO = re.compile(r"[+-]?0\d+")      # 01, 007: a code (a department, a ZIP code), not a number
-_COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+")   # 2,6  -0,5  ,25: a number with a decimal comma and nothing else
-_GROUPED_COMMA_NUMBER = re.compile(r"[+-]?\d{1,3}(\.\d{3})+,\d+")   # 1.250,50: dots group thousands (a bare 1.250
-                                                                     # could be either: dots_group_thousands)
-_GROUPED_NUMBER = re.compile(r"[+-]?[1-9]\d{0,2}(\.\d{3})+")     # 1.250, 12.400, 1.000.000: grouped, or 3 decimals
-
-
-def _written_with_comma(text: str) -> bool:
-    return bool(_COMMA_NUMBER.fullmatch(text) or _GROUPED_COMMA_NUMBER.fullmatch(text))
-
-
-def dots_group_thousands(values: list[str]) -> Optional[bool]:
-    """Whether the labels of a decimal-comma file (decimal_comma) write dots that group thousands, as a spreadsheet
-    in such a locale writes 1.250 for 1250 beside 950: True when every dotted label is so grouped and some label
-    has a decimal comma, or the labels without a dot are whole numbers under 1000 (what grouping leaves undotted);
-    False when a dot cannot group (1.25, 0.125, 1.2500); None when no label has a dot, or the dotted ones could be
-    either (every label dotted, as 1.250 and 2.500 written with three decimals are)."""
-    dotted = [v for v in values if "." in v]
-    if not dotted:
-        return None
-    if not all(_GROUPED_NUMBER.fullmatch(v) or _GROUPED_COMMA_NUMBER.fullmatch(v) for v in dotted):
-        return False
-    if any(_written_with_comma(v) for v in values):
-        return True
-    bare = [v for v in values if "." not in v]
-    return True if bare and all(re.fullmatch(r"[+-]?\d{1,3}", v) for v in bare) else None
-
-
-def _as_float(text: str, comma: bool = False, thousands: bool = False) -> Optional[float]:
-    """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma);
-    `thousands`: and its bare dots group thousands (dots_group_thousands)."""
-    if comma and (_GROUPED_COMMA_NUMBER.fullmatch(text) or thousands and _GROUPED_NUMBER.fullmatch(text)):
-        text = text.replace(".", "")
-    if comma and _COMMA_NUMBER.fullmatch(text):
-        text = text.replace(",", ".")
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
-FLOAT32_MAX = 3.4028234663852886e38     # a model computes in 32-bit floats (or narrower): larger targets are inf
-
-
-def _regression_value(text: str, comma: bool = False, thousands: bool = False) -> Optional[float]:
-    """The regression target `text` writes, or None when it is not a number a model can hold (nan, inf, ±1e39)."""
-    value = _as_float(text, comma, thousands)
-    return value if value is not None and abs(value) <= FLOAT32_MAX else None
-
-
-def _not_a_target(text: str) -> str:
-    return "is beyond ±3.4e38, what 32-bit floats hold (rescale the column)" if _as_float(text) is not None else \
-        "is not a number"
 
 
 def infer_label_schema(train, problem_type: str, separator: str | None, source: str,
@@ -189,120 +134,12 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if guessed:
         _check_guessed_classes(names, numeric, len(train), source)
         _say_label_sets(names, source)
+        _say_missing_markers(names, source)
     if len(names) < 2:
         raise DataError(f"{source}: the label column holds only {names or 'no values'}; classification needs at "
                         "least two classes")
     _say_near_duplicates(names, source)
     return LabelSchema(problem_type, names, thousands=thousands and whole and not codes)
-
-
-SET_SEPARATORS = ("|", ";", ",", "+")     # what joins several labels in one cell, as spreadsheets write sets
-
-
-def _say_label_sets(names: list[str], source: str) -> None:
-    """Single-label classes guessed from labels where some are others joined ('sports|tech' beside 'sports' and
-    'tech'): almost always a multi-label column missing its --label-separator, so the log says so."""
-    alone = set(names)
-    for separator in SET_SEPARATORS:
-        joined = [n for n in names if separator in n
-                  and all(part.strip() in alone for part in n.split(separator))]
-        if joined:
-            shown = ", ".join(repr(n) for n in joined[:3]) + (f" and {len(joined) - 3} more" if len(joined) > 3 else "")
-            log.warning(f"{source}: the labels {shown} are other labels joined by {separator!r}, and are trained as "
-                        f"classes of their own ({len(names)} in all); if a row can carry several labels, give "
-                        f"--label-separator '{separator}' to train one output per label (multi-label)")
-            return
-
-
-def _say_labels_on_every_row(names: list[str], sets: list[set], source: str) -> None:
-    """Multi-label: a label every training row carries teaches nothing (the model learns to always say it); when
-    every label is on every row there is nothing to learn at all."""
-    always = [name for name in names if all(name in labels for labels in sets)]
-    if always and len(always) == len(names):
-        raise DataError(f"{source}: every row carries every label ({', '.join(names[:10])}); there is nothing to "
-                        "learn: give rows without some of them")
-    if always:
-        log.warning(f"{source}: every training row carries the label(s) {', '.join(always[:10])}; the model learns "
-                    "to always predict them")
-
-
-UNIQUE_LABELS_FROM = 10     # rows from which a label column whose every row differs stops a guessed classification
-MANY_NUMBERS = 20           # whole-number labels with more values than this, not ids 0..K-1 or 1..K: said
-
-
-def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: str) -> None:
-    """Classes auto guessed from the labels that cannot be what was meant: every row its own class (an id or a text
-    column taken for the label: nothing to learn a class from) stops the run; many whole numbers that are not class
-    ids (gaps between them, or a first one other than 0 or 1: amounts, years, ages) are said."""
-    whole = all(x is not None and x.is_integer() for x in numeric)
-    amounts = "if they are amounts or scores, give --problem-type regression"
-    if rows >= UNIQUE_LABELS_FROM and len(names) == rows:
-        raise DataError(f"{source}: every row has a label of its own ({rows} different labels in {rows} rows, e.g. "
-                        f"{names[0]!r}): a class needs rows to learn it from; {amounts + '; ' if whole else ''}if "
-                        "this is not the label column, name it with --label-column NAME (or give --problem-type "
-                        "single_label_classification to train these classes anyway)")
-    if whole and len(names) > MANY_NUMBERS:
-        gaps = int(names[-1]) - int(names[0]) + 1 > len(names)
-        if gaps or int(names[0]) not in (0, 1):          # class ids run 0..K-1 or 1..K; years, ages, prices do not
-            log.warning(f"{source}: the labels are {len(names)} different whole numbers from {names[0]} to "
-                        f"{names[-1]}{' with gaps' if gaps else ''}, trained as {len(names)} classes; {amounts}")
-
-
-def _comma_hint(value: str, end: str = "") -> str:
-    """What to do about a number written with a decimal comma in a source that writes a decimal point (then `end`);
-    "" for any other value."""
-    if not _written_with_comma(value):
-        return ""
-    return "it has a decimal comma: write a decimal point, or save the file with ';' separators (a decimal-comma " \
-        f"file){end}"
-
-
-def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
-    example = next((v for v in values if comma and "," in v), None)
-    if example is not None:
-        log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
-
-
-def _say_odd_words(values: list[str], numeric: list, source: str) -> None:
-    """Classes guessed from labels that are numbers but for one or two words ('1', '2', 'two'): almost always a
-    number written out or a stray note, trained as a class of its own; said."""
-    words = sorted(v for v, x in zip(values, numeric, strict=True) if x is None and not _written_with_comma(v))
-    numbers = [v for x, v in sorted((x, v) for v, x in zip(values, numeric, strict=True) if x is not None)]
-    if len(numbers) >= 2 and 1 <= len(words) <= 2:
-        log.warning(f"{source}: the labels are numbers ({', '.join(numbers[:6])}{' ...' if len(numbers) > 6 else ''})"
-                    f" but for {' and '.join(map(repr, words))}, trained as "
-                    + ("a class of its own; if it is a number, write it as the others are; if it marks a row "
-                       "without a label, leave the row out" if len(words) == 1 else "classes of their own; if they "
-                       "are numbers, write them as the others are; if they mark rows without a label, leave the rows "
-                       "out"))
-
-
-def _say_grouping(values: list[str], grouping: Optional[bool], source: str) -> None:
-    """How a decimal-comma file's dotted labels were read (dots_group_thousands): as grouped thousands, or, where
-    they could be either, as decimal points, with what to do if that is wrong."""
-    example = next((v for v in values if "." in v and "," not in v), None)
-    if grouping and example is not None:
-        log.info(f"{source}: labels with dots that group thousands read as numbers ({example!r} as "
-                 f"{_as_float(example, True, True):g}), as a ';' file with decimal commas writes them")
-    elif grouping is None and example is not None:
-        log.warning(f"{source}: labels such as {example!r} are read with a decimal point ({float(example):g}); in a "
-                    f"';' file they may be grouped thousands ({float(example.replace('.', '')):g}): if so, write "
-                    "them without the dots")
-
-
-def _say_near_duplicates(names: list[str], source: str) -> None:
-    """Classes whose names differ only in case, inner spacing or Unicode form ('neg' and 'Neg', 'not spam' and 'not
-    spam', 'café' in one character or two) are different classes to the model; almost always one class typed two
-    ways, so the log says so."""
-    groups: dict[str, list[str]] = {}
-    for name in names:                    # NFKC: 'café' typed as one character or as e and an accent are alike
-        groups.setdefault(" ".join(unicodedata.normalize("NFKC", name).casefold().split()), []).append(name)
-    alike = [" and ".join(repr(n) for n in group) for group in groups.values() if len(group) > 1]
-    if alike:
-        log.warning(f"{source}: the labels {'; '.join(alike[:5])} differ only in case or spacing" + (
-                        " (or in how an accent is stored: Unicode's composed and decomposed forms)" if any(
-                            unicodedata.normalize("NFC", n) != n for n in names) else "") + " and are trained as "
-                    "different classes; if they mean the same, write them one way")
 
 
 class LabelEncoder:

@@ -14,7 +14,8 @@ from ..exceptions import DataError
 from ..layout import SPLIT_FILE
 from ..objective import MultiLabel, Regression, SingleLabel
 from ..sheets import data_file
-from .labels import LabelSchema, _as_float, _split_labels
+from .label_numbers import _as_float
+from .labels import LabelSchema, _split_labels
 
 RARE = "(rare)"                    # strata with a single row share one stratum
 
