@@ -193,12 +193,11 @@ def sheet_splits(path: str, without: tuple[str, ...] = ()) -> dict[str, str]:
         book.close()
     except Exception:  # noqa: BLE001 - not a readable workbook: the reader says so, naming it
         return {}
-    found = {}
+    found = {}                                          # {split: its sheet's title}
     for split, names in SPLIT_SHEETS.items():
-        if split in without:
-            continue
         same = [t for t in titles if t.strip().casefold() in names]
-        if len(same) == 1:
-            found[split] = f"{file}{SHEET_MARK}{same[0]}"
-    alone = set(found) == {"train"} and found["train"].endswith(f"{SHEET_MARK}{titles[0]}")
-    return found if "train" in found and not alone else {}         # (the first sheet alone: read as it is)
+        if len(same) == 1 and split not in without:
+            found[split] = same[0]
+    if "train" not in found or found == {"train": titles[0]}:     # (the first sheet alone: read as it is)
+        return {}
+    return {split: f"{file}{SHEET_MARK}{title}" for split, title in found.items()}

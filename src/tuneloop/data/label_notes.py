@@ -68,10 +68,13 @@ def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: s
                         f"{names[-1]}{' with gaps' if gaps else ''}, trained as {len(names)} classes; {amounts}")
 
 
-def _say_decimal_comma(values: list[str], comma: bool, source: str) -> None:
+def _say_number_reading(values: list[str], comma: bool, grouping: Optional[bool], source: str) -> None:
+    """How a decimal-comma file's labels were read as numbers: its decimal commas, and its dotted labels
+    (dots_group_thousands) as grouped thousands or, where they could be either, as decimal points."""
     example = next((v for v in values if comma and "," in v), None)
     if example is not None:
         log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
+    _say_grouping(values, grouping, source)
 
 
 def _say_odd_words(values: list[str], numeric: list, source: str) -> None:

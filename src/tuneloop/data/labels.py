@@ -11,8 +11,8 @@ from typing import Optional
 
 from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
-from .label_notes import (_check_guessed_classes, _say_decimal_comma, _say_grouping, _say_label_sets,
-                          _say_labels_on_every_row, _say_missing_markers, _say_near_duplicates, _say_odd_words)
+from .label_notes import (_check_guessed_classes, _say_label_sets, _say_labels_on_every_row, _say_missing_markers,
+                          _say_near_duplicates, _say_number_reading, _say_odd_words)
 from .label_numbers import (_LEADING_ZERO, _as_float, _comma_hint, _not_a_target, _regression_value,
                             _written_with_comma, dots_group_thousands)
 from .readers import decimal_comma, position_word
@@ -102,8 +102,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
         if len(set(numeric)) < 2:
             raise DataError(f"{source}: the regression target is {values[0] if values else 'absent'} in every row; "
                             "there is nothing to learn: give targets that vary")
-        _say_decimal_comma(values, comma, source)
-        _say_grouping(values, grouping, source)
+        _say_number_reading(values, comma, grouping, source)
         return LabelSchema(REGRESSION, [], thousands=thousands)
     if problem_type == MULTI_LABEL:
         sets = [{item for item in _split_labels(v, separator) if item} for v in values]
@@ -114,8 +113,7 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     whole = bool(values) and all(x is not None and x.is_integer() for x in numeric)
     codes = [v for v in values if _LEADING_ZERO.fullmatch(v)] if whole else []
     if whole and not codes:
-        _say_decimal_comma(values, comma, source)
-        _say_grouping(values, grouping, source)
+        _say_number_reading(values, comma, grouping, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
     elif codes:                       # "01", "02": codes, whose zeros are part of the name ("01" and "1" two classes)
         names = sorted(values)

@@ -19,7 +19,7 @@ from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
 from ..sheets import data_file
-from .rows import STDOUT, check_output_name, keep_columns, with_input, write_predictions
+from .rows import STDOUT, check_output_name, keep_columns, say_formula_texts, with_input, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
@@ -152,7 +152,9 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
             rows = with_input(rows, inputs, keep, id_column)
         if accelerator.is_main_process:
             write_predictions(rows, output, glue=glue, labels=clf.label_schema,
-                              task=tasks.get_task(clf.metadata.get("task")), asked=True)
+                              task=tasks.get_task(clf.metadata.get("task")))
+            if not glue:                                  # GLUE's file holds labels only
+                say_formula_texts(rows, output)
     return len(rows)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import extras
 from ..atomic import atomic_write_bytes, atomic_write_text
 from ..data.excel import workbook_bytes
+from ..data.label_numbers import _as_float
 from ..data.readers import csv_dialect
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
@@ -118,25 +119,20 @@ def _json_line(row: dict) -> str:
                       default=str, ensure_ascii=False) + "\n"
 
 
-def _say_formula_texts(rows: list[dict], path: str) -> None:
-    """Texts in a CSV/TSV of predictions that start as a formula does ('=SUM(A1)', '@user', '-1 star'): the file
-    keeps them as they came, which a spreadsheet opening it may run; said, with the workbook that keeps them text."""
+def say_formula_texts(rows: list[dict], path: str) -> None:
+    """Texts in a CSV/TSV of predictions (predict's --output) that start as a formula does ('=SUM(A1)', '@user',
+    '-1 star'): the file keeps them as they came, which a spreadsheet opening it may run; said, with the workbook
+    that keeps them text. Nothing for the other formats."""
+    if path == STDOUT or Path(path).suffix.lower() not in (".csv", ".tsv"):
+        return
     found = [(row.get("id"), value) for row in rows for value in row.values()
-             if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _number(value)]
+             if isinstance(value, str) and value.startswith(FORMULA_STARTS) and _as_float(value) is None]
     if found:
         row, value = found[0]
         log.warning(f"--output {path}: {len(found)} text{'s start' if len(found) > 1 else ' starts'} with =, +, - or @ "
                     f"(id {row}: {value[:40]!r}), kept as they came; a spreadsheet opening the file may read them as "
                     "formulas: to open it in one, write it as .xlsx (--output predictions.xlsx), whose texts stay "
                     "text")
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def glue_submission_value(row: dict, labels, task) -> str:
@@ -166,10 +162,9 @@ def check_output_name(path: str, glue: bool = False) -> None:
         extras.require("excel")                      # said before any prediction
 
 
-def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None,
-                      asked: bool = False) -> None:
+def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=None, task=None) -> None:
     """csv / tsv / jsonl / xlsx by extension (--glue: GLUE's `index<TAB>prediction` layout), written atomically; `-`:
-    standard output, as JSON Lines. `asked`: the file predict's --output names (its formula-like texts are said)."""
+    standard output, as JSON Lines."""
     check_output_name(path, glue)
     if glue:
         text = "index\tprediction\n" + "".join(f"{r['id']}\t{glue_submission_value(r, labels, task)}\n"
@@ -188,8 +183,6 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
             writer.writeheader()
             writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
             text = buffer.getvalue()
-            if asked:
-                _say_formula_texts(rows, path)
     if path == STDOUT:
         try:
             sys.stdout.write(text)
