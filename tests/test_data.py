@@ -460,10 +460,14 @@ def test_a_semicolon_csvs_dots_that_group_thousands_are_read_as_such_and_the_und
     assert [r.getMessage() for r in caplog.records] == [
         f"{either_src}: labels such as '1.250' are read with a decimal point (1.25); in a ';' file they may be "
         "grouped thousands (1250): if so, write them without the dots"]
-    comma = tmp_path / "comma.csv"                                       # a ',' file: dots are decimal points
+    comma = tmp_path / "comma.csv"                           # a ',' file: dots are decimal points, and not said
     comma.write_text("text,price\na,950\nb,1.250\nc,800\n")
     train = load_user_files(str(comma), None, None, None, None).train
-    schema = infer_label_schema(train, "regression", None, str(comma))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        schema = infer_label_schema(train, "regression", None, str(comma))
+        assert infer_label_schema(train, "auto", None, str(comma)).problem_type == "regression"
+    assert not [r.getMessage() for r in caplog.records if "1.250" in r.getMessage()]
     assert [LabelEncoder(schema, str(comma))(r["label"], r["pos"]) for r in train] == [950.0, 1.25, 800.0]
 
 

@@ -71,7 +71,9 @@ def _check_guessed_classes(names: list[str], numeric: list, rows: int, source: s
 def _say_number_reading(values: list[str], comma: bool, grouping: Optional[bool], source: str) -> None:
     """How a decimal-comma file's labels were read as numbers: its decimal commas, and its dotted labels
     (dots_group_thousands) as grouped thousands or, where they could be either, as decimal points."""
-    example = next((v for v in values if comma and "," in v), None)
+    if not comma:                        # a ',' file, a DataFrame, a list: dots are decimal points, nothing to say
+        return
+    example = next((v for v in values if "," in v), None)
     if example is not None:
         log.info(f"{source}: labels with a decimal comma read as numbers ({example!r} as {_as_float(example, True)})")
     _say_grouping(values, grouping, source)
