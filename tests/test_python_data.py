@@ -163,6 +163,33 @@ def test_python_mistakes_say_what_to_do(frames, tiny_model, tmp_path):
                        text_columns=["review"], output_dir=str(tmp_path / "run"))
 
 
+def test_frames_with_number_column_names_other_columns_and_both_ways_of_giving_data(frames, from_csv, tmp_path):
+    """pd.DataFrame(texts) names its column 0: predicted as any frame (was a KeyError on '0'); predict_proba takes
+    text_columns= as predict does (its own error said to pass it); evaluate reads the text columns given, or, in data
+    without the model's own, those detected (the model's recorded 'review' won and the error named the option given);
+    a split given as train= and as train_file= is refused (the file was silently dropped)."""
+    train, dev = frames
+    clf = from_csv.classifier
+    texts = list(dev.review[:4])
+    expected = clf.predict_proba(texts)
+    numbered = pd.DataFrame(texts)
+    assert numbered.columns.tolist() == [0]
+    assert np.allclose(clf.predict_proba(numbered), expected)
+    assert list(clf.predict(numbered, text_columns=[0]).label) == [r["label"] for r in clf.predict(texts)]
+    other = dev.rename(columns={"review": "body", "stars": "grade"}).assign(source="web")
+    assert np.allclose(clf.predict_proba(other.head(4), text_columns="body"), expected)
+    reference = clf.evaluate(dev)["eval"]
+    assert clf.evaluate(other, text_columns="body", label_column="grade")["eval"] == pytest.approx(reference)
+    renamed = tmp_path / "renamed.csv"
+    dev.rename(columns={"review": "body", "stars": "label"}).to_csv(renamed, index=False)
+    assert clf.evaluate(validation_file=str(renamed))["eval"] == pytest.approx(reference)         # detected
+    with pytest.raises(ConfigError, match=r"^tuneloop.train: both train= and train_file= give the train data; "
+                                          r"keep one$"):
+        tuneloop.train(train=train, train_file=str(renamed))
+    with pytest.raises(ConfigError, match=r"both validation= and validation_file="):
+        tuneloop.train(train=train, validation=dev, validation_file=str(renamed))
+
+
 def test_python_options_are_read_as_their_flags():
     """A string (or a single value for a list option) from Python is what the flag would make of it."""
     from tuneloop.config.resolve import resolve_config

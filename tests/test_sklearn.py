@@ -98,6 +98,9 @@ def test_errors_before_any_training(tiny_model, own_tmp):
         est.fit(frame, [0, 1, 0, 1])
     with pytest.raises(DataError, match="not a single text"):
         est.fit("one text", [0])
+    with pytest.raises(DataError, match=r"^y: the labels ' pos' and 'pos' are one class to tuneloop \(labels are "
+                                        r"read as text without surrounding spaces"):   # classes_ had both
+        est.fit(["a", "b", "c", "d"], [" pos", "pos", "neg", "neg"])
     with pytest.raises(DataError, match="4 texts but 3 labels"):       # tuneloop's own check
         est.fit(["a", "b", "c", "d"], [0, 1, 0])
     with pytest.raises(ConfigError, match="'lr' is a parameter of TuneloopClassifier"):
@@ -134,6 +137,24 @@ def test_a_pipeline_fits_and_int_labels_come_back_as_ints(tiny_model, single, ow
     del pipe, est
     gc.collect()
     assert not folder.exists()
+
+
+def test_abstained_rows_score_as_wrong_and_labels_tuneloop_reads_as_one_are_refused(tiny_model, single, own_tmp):
+    """With abstain_below, predict mixes int labels and 'abstain': score counts those rows wrong (it raised
+    scikit-learn's "Mix of label input types"); '1' and '1.0' are one class to the model, two in y: refused after
+    the run (classes_ had three entries for two columns, and probabilities summed to more than 1)."""
+    train_x, train_y, test_x, test_y = single
+    est = make(tiny_model, epochs=3, options={"mixed_precision": "no", "method": "finetune",
+                                               "abstain_below": 0.8}).fit(train_x, train_y)
+    predicted = est.predict(test_x).tolist()
+    assert "abstain" in predicted and {3, 7} & set(predicted)
+    hits = [p == t for p, t in zip(predicted, test_y, strict=True)]
+    assert est.score(test_x, test_y) == pytest.approx(np.mean(hits))
+    weights = np.arange(1, len(test_y) + 1)
+    assert est.score(test_x, test_y, sample_weight=weights) == pytest.approx(np.average(hits, weights=weights))
+    texts = train_x[:24]
+    with pytest.raises(DataError, match=r"^y: the labels '1' and '1.0' are one class to tuneloop"):
+        make(tiny_model, epochs=1).fit(texts, ["1.0" if i == 0 else str(i % 2) for i in range(24)])
 
 
 def test_cross_val_score_runs_three_folds_and_leaves_no_folder(tiny_model, single, own_tmp):
@@ -196,6 +217,8 @@ def test_the_regressor_fits_numbers_and_keeps_runs_under_output_dir(tiny_model, 
     predicted = est.predict(texts[N_TRAIN:])
     assert predicted.dtype == np.float64 and predicted.shape == (len(texts) - N_TRAIN,)
     assert est.score(texts[N_TRAIN:], targets[N_TRAIN:]) >= 0.7         # R²: it learned the task
+    exact = est.classifier_.predict_proba(texts[N_TRAIN:]).reshape(-1)  # not predict's rows, rounded to 6 decimals
+    assert np.allclose(predicted, exact, rtol=0, atol=1e-7) and any(v != round(v, 6) for v in predicted)
     folder = Path(est.output_dir_)
     assert folder.parent == tmp_path / "runs" and folder.name.startswith("fit-")
     del est

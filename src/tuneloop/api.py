@@ -40,10 +40,11 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     `.output_dir`). `config`: a TrainConfig, or a YAML file of options (as `tuneloop train --config FILE`); keywords
     are options like the CLI's flags (`train(epochs=1)`; a string is read as the flag's, `lr="2e-5"`) and win over
     both. `train=`, `validation=`, `test=`: data from Python — a pandas DataFrame, a datasets.Dataset (a DatasetDict
-    gives its "train" and, unless `validation=` is given, "validation" splits), a dict of columns or `(texts,
-    labels)` with texts as strings or (first, second) pairs — read like files (columns detected unless
-    `text_columns=`/`label_column=` name them). With `seeds`, `num_seeds` or `folds`: one run per seed or fold, and
-    the summary (summary.json's contents) instead. `on_step(state)` is called after every optimizer step."""
+    gives its "train" and, unless `validation=` or `validation_file=` is given, "validation" splits), a dict of
+    columns or `(texts, labels)` with texts as strings or (first, second) pairs — read like files (columns detected
+    unless `text_columns=`/`label_column=` name them; a split given both ways is refused). With `seeds`, `num_seeds`
+    or `folds`: one run per seed or fold, and the summary (summary.json's contents) instead. `on_step(state)` is
+    called after every optimizer step."""
     from .config.resolve import resolve_config
     from .data.memory import as_table, data_option
     from .experiments.runs import is_experiment, run_experiment
@@ -58,12 +59,18 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
         given = options.get(name)                # train_file=df: the data, as train= would take it
         if given is not None and not isinstance(given, (str, os.PathLike)):
             options[name] = as_table(given, keyword)
-    if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train:
+    if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train \
+            and options.get("validation_file") is None:
         validation = train["validation"]
     for name, data in (("train_file", data_option(train, "train")),
                        ("validation_file", data_option(validation, "validation")),
                        ("test_file", data_option(test, "test"))):
         if data is not None:
+            if options.get(name) is not None:
+                from .exceptions import ConfigError
+
+                keyword = name.removesuffix("_file")
+                raise ConfigError(f"tuneloop.train: both {keyword}= and {name}= give the {keyword} data; keep one")
             options[name] = data
     if isinstance(config, (str, os.PathLike)):
         resolved = resolve_config(config_file=str(config), **options)

@@ -74,6 +74,29 @@ def as_targets(y) -> list:
     return list(y.tolist() if hasattr(y, "tolist") else y)
 
 
+def sorted_classes(labels: list) -> list:
+    """The distinct labels of y, sorted, as `classes_` holds them."""
+    from tuneloop.exceptions import DataError
+
+    try:
+        return sorted(set(labels))
+    except TypeError:
+        raise DataError("y: labels of one type (all numbers or all texts) that can be sorted") from None
+
+
+def _say_merged(classes: list, read_as: list) -> None:
+    """Two values of y that tuneloop reads as one class (' pos' and 'pos': spaces around a label are dropped; '1'
+    and '1.0': numbers by value) would be two entries of classes_ for one column of the model: refused."""
+    from tuneloop.exceptions import DataError
+
+    first: dict = {}
+    for value, read in zip(classes, read_as, strict=True):
+        if read in first:
+            raise DataError(f"y: the labels {first[read]!r} and {value!r} are one class to tuneloop (labels are read "
+                            "as text without surrounding spaces, numbers by value); give each class one value")
+        first[read] = value
+
+
 class _TuneloopEstimator(BaseEstimator):
     """The options, the run folders and the conversions both estimators share."""
 
@@ -207,18 +230,26 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
         from tuneloop.exceptions import DataError
 
         def fitted(classifier, labels):
-            try:
-                classes = sorted(set(labels))
-            except TypeError:
-                raise DataError("y: labels of one type (all numbers or all texts) that can be sorted") from None
+            classes = sorted_classes(labels)
             schema = classifier.label_schema
             encode = LabelEncoder(schema, "y")
             # the classifier's column of each class (tuneloop orders "9" before "10"; sorted() does not)
             self._columns = [encode(_label_text(c), i) for i, c in enumerate(classes, start=1)]
+            _say_merged(classes, self._columns)
             self._class_of_name = {schema.names[col]: i for i, col in enumerate(self._columns)}
             self.classes_ = np.asarray(classes)
 
+        given = sorted_classes(as_targets(y))                   # ' pos' beside 'pos': said before training
+        _say_merged(given, [_label_text(c) for c in given])
         return self._fit(X, y, validation, fitted)
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of `predict` on (X, y); a row it abstains on (`abstain_below`) counts as wrong."""
+        predicted, truth = self.predict(X), as_targets(y)
+        if len(predicted) != len(truth):
+            raise ValueError(f"X has {len(predicted)} rows but y has {len(truth)}")
+        hits = np.asarray([bool(p == t) for p, t in zip(predicted.tolist(), truth, strict=True)], dtype=float)
+        return float(np.average(hits, weights=sample_weight)) if len(hits) else float("nan")
 
     def predict(self, X) -> np.ndarray:
         """Labels (values of `classes_`) under the saved decision rule (calibration, a `decision: threshold`
@@ -253,7 +284,8 @@ class TuneloopRegressor(RegressorMixin, _TuneloopEstimator):
         return self._fit(X, y, validation)
 
     def predict(self, X) -> np.ndarray:
-        """The predicted number per text, as a float array."""
-        items = self._items(X)
-        rows = self.classifier_.predict(items)
-        return np.asarray([row["score"] for row in rows], dtype=float)
+        """The predicted number per text, as a float array (as the model computes it: not rounded as predict's rows
+        are)."""
+        items, _ = self.classifier_.items(self._items(X))
+        classifier = self.classifier_
+        return np.asarray(classifier.objective.predictions(classifier.logits(items)), dtype=float).reshape(-1)

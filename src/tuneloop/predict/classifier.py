@@ -249,11 +249,13 @@ class Classifier(contextlib.AbstractContextManager):
         rows = self.rows(self.logits(items), raw=raw)
         return rows[0] if single else rows
 
-    def predict_proba(self, texts, *, raw: bool = False) -> np.ndarray:
-        """Class probabilities, a row per input and a column per label (in `labels` order)."""
+    def predict_proba(self, texts, *, raw: bool = False, text_columns=None) -> np.ndarray:
+        """Class probabilities, a row per input and a column per label (in `labels` order); a DataFrame's text
+        columns as `predict` finds them (`text_columns` names them)."""
         from .frames import frame_items, is_frame
 
-        items = frame_items(texts, self.text_columns, self.pair) if is_frame(texts) else self.items(texts)[0]
+        items = frame_items(texts, self.text_columns, self.pair, text_columns) if is_frame(texts) \
+            else self.items(texts)[0]
         logits = self.logits(items)
         rule = self.decision_rule(raw)
         return rule.probabilities(logits) if rule is not None else self.objective.probabilities(logits)

@@ -4,12 +4,15 @@ its tuneloop.json, so no option has to be repeated; a plain save_pretrained fold
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
 from .. import tasks
 from ..atomic import atomic_write_json, check_place, same_file
 from ..config.data_options import DataOptions
 from ..config.fields import need
+from ..config.parsing import coerce, field_type
 from ..config.options import default, with_trait
 from ..data.columns import detect_columns, named
 from ..data.prepare import prepare_data
@@ -54,6 +57,9 @@ def data_config_for(clf, overrides: dict, tables: dict | None = None) -> DataOpt
     unknown = sorted(set(overrides) - set(data) - set(own))
     if unknown:
         raise TypeError(f"evaluate takes the data options and {', '.join(own)}, not {', '.join(unknown)}")
+    listed = {name for name in data if typing.get_origin(field_type(DataOptions, data[name])) is list}
+    overrides = {name: coerce(DataOptions, data[name], value, source=name)     # text_columns="review", as train takes
+                 if name in listed and value is not None else value for name, value in overrides.items()}
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
     need(batch_size >= 1, "eval_batch_size", f"must be at least 1, got {batch_size}")
     meta = clf.metadata
@@ -64,9 +70,11 @@ def data_config_for(clf, overrides: dict, tables: dict | None = None) -> DataOpt
         reading["window_pooling"] = policy["pooling"]
     chosen = {**recorded, **reading, **overrides}
     if any(k in overrides for k in ("data_dir", "validation_file", "task")):
-        # new data replaces the recorded source as a whole, not piecemeal
-        chosen = {**{k: v for k, v in recorded.items() if k in ("text_columns", "label_column", "task")},
-                  **reading, **overrides}
+        # new data replaces the recorded source as a whole, not piecemeal; the recorded columns where it has them
+        available = columns_of(overrides.get("validation_file"))
+        chosen = {**{k: v for k, v in recorded.items() if k == "task" or k in ("text_columns", "label_column") and (
+            available is None or all(named(available, c) for c in ([v] if isinstance(v, str) else v)))},
+            **reading, **overrides}
     chosen.setdefault("task", meta.get("task"))
     return DataOptions(**{k: v for k, v in chosen.items() if k in data}).validate()
 
@@ -91,7 +99,7 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     with clf.accelerated() as accelerator:
         with accelerator.main_process_first():
             data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
-                                text_columns=clf.metadata.get("text_columns"))
+                                text_columns=evaluated_text(clf, config, overrides.get("text_columns")))
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
         task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
@@ -123,6 +131,30 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
         if output and accelerator.is_main_process:
             atomic_write_json(output, results)
         return results, result
+
+
+def columns_of(data) -> list[str] | None:
+    """The column names of data given to evaluate: a file's header, a table's from Python (None: no such data)."""
+    from ..data.memory import Table
+
+    if isinstance(data, Table):
+        return list(data.columns)
+    return file_columns(data) if isinstance(data, str) else None
+
+
+def evaluated_text(clf, config, given) -> list[str] | None:
+    """The text columns evaluate reads: the ones given (None here: the options hold them); else the model's own, or,
+    in data without them, those detected (a pair model's two), as predict reads a file (known_text)."""
+    available = None if given or config.data_dir else columns_of(config.validation_file)
+    if available is None:
+        return None if given else clf.text_columns or None
+    found = detect_columns(str(config.validation_file), available, None, None, need_label=False).text \
+        if None in (own := [named(available, c) for c in clf.text_columns]) or not own else own
+    if clf.text_columns and len(found) != len(clf.text_columns):
+        raise DataError(f"{config.validation_file}: the model reads {len(clf.text_columns)} text column(s) "
+                        f"({', '.join(clf.text_columns)}) but the data has {', '.join(available)}; name them with "
+                        "--text-columns")
+    return list(found)
 
 
 def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,

@@ -13,9 +13,9 @@ def is_frame(data) -> bool:
 
 def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -> list[str]:
     """The model's own text columns when the frame has them, else its only one (two for a pair model)."""
-    columns = [str(c) for c in frame.columns]
+    columns = [str(c) for c in frame.columns]           # pd.DataFrame(texts) names its column 0: read as "0"
     if given:
-        names = [given] if isinstance(given, str) else list(given)
+        names = [str(c) for c in ([given] if isinstance(given, str) else list(given))]
         missing = [c for c in names if c not in columns]
         if missing:
             raise TuneloopError(f"text_columns: the DataFrame has no column {missing[0]!r} (columns: "
@@ -39,7 +39,8 @@ def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> li
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
         hint = "; the texts look like the Series' index: pass series.index"
     columns = text_columns_of(frame, recorded, pair, given)
-    rows = list(frame[columns].itertuples(index=False, name=None))
+    label_of = {str(c): c for c in frame.columns}       # the frame's own column labels (0, not "0") to index it
+    rows = list(frame[[label_of[c] for c in columns]].itertuples(index=False, name=None))
     return checked(rows, pair, recorded, Framed(frame.index, columns, hint))
 
 

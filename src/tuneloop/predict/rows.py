@@ -30,13 +30,20 @@ def probabilities(logits: np.ndarray, objective: str | Objective) -> np.ndarray:
     return objective_for(objective).probabilities(logits)
 
 
+def shown_score(value) -> float:
+    """A regression score as predictions give it: to 6 decimals, and to 6 significant digits below 1 (a target of
+    0.00021896 kept so, not as 0.000219; 0.0000004 not 0.0)."""
+    value = float(value)
+    return float(f"{value:.6g}") if abs(value) < 1 else round(value, 6)
+
+
 def decided_rows(logits: np.ndarray, labels, rule: DecisionRule | None = None) -> list[dict]:
     """One dict per row of logits: {"label", "probabilities": {label: p}} ({"score"} for regression). With a
     decision rule (decision/rule.py): its calibrated probabilities, thresholds and abstain label; without one: raw
     softmax/sigmoid and argmax (0.5 per label)."""
     objective = labels.objective
     if not objective.classes:
-        return [{"score": round(float(v), 6)} for v in objective.predictions(logits)]
+        return [{"score": shown_score(v)} for v in objective.predictions(logits)]
     if rule is not None:
         probs, preds, abstains = rule.probabilities(logits), rule.predictions(logits), rule.abstains(logits)
     else:
