@@ -25,6 +25,42 @@ def test_budget_is_taken_from_the_longer_text_first():
     assert sum(split_budget(13, 10, 20)) == 20
 
 
+@pytest.mark.parametrize("family", ["bert", "roberta", "xlm-roberta"])
+def test_long_rows_cut_here_equal_the_tokenizers_own_truncation(family, monkeypatch):
+    """A batch with a long row is cut here (the tokenizer's truncation builds overflowing pieces that grow with the
+    square of a pair's length); every row, single texts and pairs of every balance of lengths — both over half the
+    budget, one under it, equal, odd budgets — comes out as the tokenizer's own longest_first makes it."""
+    import tuneloop.data.tokenize as tokenize
+    from families import _tokenizer
+    from tuneloop.data.long_texts import longest_first
+
+    assert longest_first(10, 100, 61) == (10, 51) and longest_first(32, 31, 61) == (31, 30)
+    assert longest_first(31, 32, 61) == (30, 31) and longest_first(5, 0, 3) == (3, 0)
+    tok, rng = _tokenizer(family), random.Random(0)
+    lengths = [0, 1, 3, 5, 14, 15, 16, 29, 30, 31, 32, 33, 60, 200]
+
+    def text(n):
+        return " ".join(rng.choice(FILLER) for _ in range(n))
+
+    pairs = [(text(a), text(b)) for a in lengths for b in lengths if a]
+    for max_length in (16, 33, 64):
+        policy = TextPolicy(max_length=max_length)
+        for pair in (True, False):
+            batch = {"idx": list(range(len(pairs))), "id": [str(i) for i in range(len(pairs))],
+                     "pos": list(range(1, len(pairs) + 1)), "text_a": [a for a, _ in pairs],
+                     "text_b": [b for _, b in pairs], "label": [None] * len(pairs)}
+            monkeypatch.setattr(tokenize, "LONG_ROW_CHARS", 10 ** 6)          # the tokenizer truncates
+            theirs = tokenize.Tokenize(tok, policy, pair, None)(batch)
+            monkeypatch.setattr(tokenize, "LONG_ROW_CHARS", 0)                # every row is cut here
+            ours = tokenize.Tokenize(tok, policy, pair, None)(batch)
+            for key in ("input_ids", "token_type_ids", "attention_mask", "truncated", "doc", "length"):
+                if key in theirs or key in ours:
+                    assert list(map(list, ours[key])) == list(map(list, theirs[key])) if key in (
+                        "input_ids", "token_type_ids", "attention_mask") else list(ours[key]) == list(theirs[key]), \
+                        (family, max_length, pair, key)
+            assert any(ours["truncated"]) and not all(ours["truncated"])
+
+
 def test_kept_positions_by_policy():
     positions = list(range(20))
     assert kept(positions, 8, "head") == list(range(8))

@@ -76,6 +76,19 @@ def split_budget(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
     return len_a - (excess + 1) // 2, len_b - excess // 2
 
 
+def longest_first(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
+    """How many tokens each text keeps under the `tokenizers` library's own longest_first (what `truncation=True`
+    does to a pair): the shorter text whole where the longer can fill the rest, else half the budget each, the odd
+    token to the longer. A single text (len_b 0) keeps `budget`."""
+    if len_a + len_b <= budget:
+        return len_a, len_b
+    short, long = sorted((len_a, len_b))
+    long = short if short > budget else max(short, budget - short)
+    if short + long > budget:
+        short, long = budget // 2, budget // 2 + budget % 2
+    return (long, short) if len_a > len_b else (short, long)
+
+
 def kept(positions: list[int], k: int, truncation: str) -> list[int]:
     """`k` of the positions by the truncation policy."""
     if k >= len(positions):
@@ -108,7 +121,8 @@ def cut(encoding, policy: TextPolicy) -> list[tuple[list[int], list[int]]]:
     texts = [[i for i, s in enumerate(sequence) if s == n] for n in (0, 1)]
     budget = policy.max_length - len(special)
     if policy.windows is None or len(texts[0]) + len(texts[1]) <= budget:
-        keep_a, keep_b = split_budget(len(texts[0]), len(texts[1]), budget)
+        split = longest_first if policy.simple else split_budget        # simple: as the tokenizer would cut
+        keep_a, keep_b = split(len(texts[0]), len(texts[1]), budget)
         pieces = [kept(texts[0], keep_a, policy.truncation) + kept(texts[1], keep_b, policy.truncation)]
     else:
         # the longer text is windowed; the other keeps what the truncation policy leaves of up to half the budget
