@@ -127,6 +127,17 @@ def test_malformed_jsonl(tiny_model, tmp_path, good, capsys):
           "nested.jsonl: line 2: column 'text' holds a JSON object, not a text ({'body': 'b'}); give the text itself")
 
 
+def test_half_a_character_in_a_json_text_is_one_line_in_training_and_predicting(tiny_model, tmp_path, good,
+                                                                                   capsys):
+    """JSON's \\ud83d escapes carry half of an emoji (a text cut inside it): the tokenizer's TypeError was a
+    traceback, in predict too."""
+    bad = write(tmp_path / "cut.jsonl", '{"text": "a good film", "label": 1}\n{"text": "good \\ud83d", "label": 0}\n')
+    said = "cut.jsonl: line 2: column 'text' holds half of a character ('\\ud83d' at character 6, a lone surrogate"
+    check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), said)
+    check(*run_cli(["predict", "--model", tiny_model, "--input", str(bad), "--output", str(tmp_path / "p.tsv")],
+                   capsys), said)
+
+
 def test_unsupported_file_type(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "data.xls", "x")                         # the old Excel format (.xlsx is read)
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "data.xls", "unsupported file type .xls; use "

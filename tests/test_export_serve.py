@@ -336,6 +336,7 @@ def test_serve_answers_like_predict(server, exported, capsys):
     ({"texts": [["a", "b"]] * 5}, 413, "at most 4"),
     ({"texts": [["a" * 2000, "b"]]}, 413, "bytes; at most 1024"),
     (b"{not json", 400, "not JSON"),
+    (b'{"texts": [["\\ud800", "b"]]}', 400, "row 1: the text holds half of a character ('\\ud800' at character 1"),
 ])
 def test_bad_requests_get_4xx_and_the_server_keeps_serving(server, body, status, message):
     got, answer = server.post(body)
@@ -377,6 +378,35 @@ def test_a_lone_client_is_answered_at_once_and_concurrent_requests_still_wait_fo
     assert batches == [["a"], ["b"], ["c", "d", "e"]]    # the three sent together share one batch
 
 
+def test_a_request_the_model_fails_on_fails_alone_not_the_requests_batched_with_it(monkeypatch):
+    import asyncio
+
+    from tuneloop.deploy import serve
+
+    def predict_rows(clf, items):
+        if "boom" in items:
+            raise TypeError("TextInputSequence must be str")
+        return [f"<{item}>" for item in items]
+
+    monkeypatch.setattr(serve, "predict_rows", predict_rows)
+
+    async def go():
+        batcher = serve.Batcher(None, max_batch_size=8, max_wait_ms=600_000)
+        batcher.queue = asyncio.Queue()
+        worker = asyncio.create_task(batcher.run())
+        answers = await asyncio.wait_for(asyncio.gather(*(batcher.submit(r) for r in (["a"], ["boom", "b"], ["c"],
+                                                                                       ["d", "e", "f", "g"])),
+                                                        return_exceptions=True), 30)
+        await batcher.queue.put(None)
+        await asyncio.wait_for(worker, 30)
+        return answers, batcher.stats()
+
+    answers, stats = asyncio.run(go())
+    assert answers[0] == ["<a>"] and answers[2] == ["<c>"] and answers[3] == ["<d>", "<e>", "<f>", "<g>"]
+    assert isinstance(answers[1], TypeError)                  # every request of the batch failed with it
+    assert stats["failed_requests"] == 1 and stats["requests"] == 3 and stats["rows"] == 6
+
+
 def test_sigterm_finishes_the_requests_in_flight(exported):
     s = Server(exported, "--max-wait-ms", "1500", "--max-batch-size", "64")
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
@@ -387,7 +417,9 @@ def test_sigterm_finishes_the_requests_in_flight(exported):
     assert [status for status, _ in answers] == [200] * 6
     # uvicorn exits by re-raising the signal it handled (so the exit status tells how it ended)
     assert s.proc.wait(timeout=60) in (0, -signal.SIGTERM)
-    assert "Traceback" not in s.proc.stderr.read()
+    said = s.proc.stderr.read()
+    assert "Traceback" not in said
+    assert f"on http://127.0.0.1:{s.port} (POST /predict; Ctrl+C stops)" in said       # said nothing on start
 
 
 @pytest.mark.skipif(not __import__("tuneloop.predict.routes", fromlist=["supported"]).supported("bf16", "cpu"),

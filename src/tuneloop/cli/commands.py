@@ -265,9 +265,11 @@ def cmd_export(ns) -> int:
 def cmd_serve(ns) -> int:
     extras.require("serve")
     from ..deploy.serve import serve
+    from ..runtime.process import console_logging
 
-    serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms, ns.max_rows,
-          ns.max_body_kb, ns.threads, ns.precision)
+    with console_logging(quiet=False):          # where it serves, once it does (uvicorn's own lines are off)
+        serve(model_place(ns, "model", "MODEL_DIR"), ns.host, ns.port, ns.max_batch_size, ns.max_wait_ms,
+              ns.max_rows, ns.max_body_kb, ns.threads, ns.precision)
     return 0
 
 

@@ -40,6 +40,19 @@ def _label_text(value) -> Optional[str]:
     return str(value).strip()
 
 
+def half_character(text: str) -> str | None:
+    """What is wrong with a text holding a lone surrogate — half of a character, as a text cut inside an emoji by a
+    JavaScript or Java substring leaves, which JSON's \\ud83d escapes carry and no tokenizer takes — or None."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"holds half of a character ({text[e.start]!r} at character {e.start + 1}, a lone surrogate, as a "
+                "text cut inside an emoji leaves); fix the text or drop the row")
+    return None
+
+
 def _same_kind(seen: dict, value, where, word, position, column) -> dict:
     """Labels from Python and JSON keep their types: numbers, booleans and texts mixed in one column ([1, "yes", 0],
     [true, 1]) would become classes that differ only by their type once read as text; the first label of another
@@ -81,6 +94,8 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
                 raise DataError(f"{where}: {word} {position}: column {column!r} holds {kind}, not a text "
                                 f"({str(value)[:60]}); give the text itself")
             value = str(value)
+            if (broken := half_character(value)) is not None:
+                raise DataError(f"{where}: {word} {position}: column {column!r} {broken}")
             if not value.strip():
                 raise DataError(f"{where}: {word} {position}: column {column!r} is empty; fill it in or drop the "
                                 "row (" + ("an empty text would be trained on as if it said something)" if need_label

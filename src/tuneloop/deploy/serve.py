@@ -77,22 +77,32 @@ class Batcher:
                 batch.append(following)
                 rows += len(following[0])
             alone = len(batch) == 1
-            items = [item for request, _ in batch for item in request]
-            try:
-                results = await loop.run_in_executor(self.executor, predict_rows, self.classifier, items)
-            except Exception as e:  # noqa: BLE001 - the request fails, the server stays up
-                self.failures += len(batch)
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(e)
-                continue
-            self.batch_rows[rows] += 1
-            self.requests, self.rows = self.requests + len(batch), self.rows + rows
-            start = 0
-            for request, future in batch:
-                if not future.done():
-                    future.set_result(results[start:start + len(request)])
-                start += len(request)
+            if not await self._answer(loop, batch) and len(batch) > 1:
+                for request in batch:           # one request's rows may be what failed: each alone, so only
+                    await self._answer(loop, [request])           # that one fails, not those it was batched with
+
+    async def _answer(self, loop, batch: list) -> bool:
+        """Run the batch's rows through the model and answer each request its own; False (the requests still
+        unanswered) when the model failed on them, which a batch of one request answers with the error."""
+        items = [item for request, _ in batch for item in request]
+        try:
+            results = await loop.run_in_executor(self.executor, predict_rows, self.classifier, items)
+        except Exception as e:  # noqa: BLE001 - the request fails, the server stays up
+            if len(batch) > 1:
+                return False
+            self.failures += 1
+            log.error(f"a request of {len(items)} row(s) failed: {type(e).__name__}: {e}")
+            if not batch[0][1].done():
+                batch[0][1].set_exception(e)
+            return True
+        self.batch_rows[len(items)] += 1
+        self.requests, self.rows = self.requests + len(batch), self.rows + len(items)
+        start = 0
+        for request, future in batch:
+            if not future.done():
+                future.set_result(results[start:start + len(request)])
+            start += len(request)
+        return True
 
     def stats(self) -> dict:
         batches = sum(self.batch_rows.values())
@@ -230,7 +240,8 @@ def serve(model_dir: str, host: str = "127.0.0.1", port: int = 8000, max_batch_s
     try:
         with Classifier.load(model_dir, precision=precision, threads=threads) as classifier:
             app = create_app(classifier, max_batch_size, max_wait_ms, max_rows, max_body_kb * 1024)
-            log.info(f"serving {model_dir} ({classifier.backend}, {classifier.precision}) on http://{host}:{port}")
+            log.info(f"serving {model_dir} ({classifier.backend}, {classifier.precision}) on http://{host}:{port} "
+                     "(POST /predict; Ctrl+C stops)")
             uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
                                           timeout_graceful_shutdown=30)).run()
     finally:

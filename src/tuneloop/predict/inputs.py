@@ -6,6 +6,7 @@ a [first, second] pair of texts with something in each, one kind throughout, and
 from __future__ import annotations
 
 from ..data.memory import decoded, reads_as_text
+from ..data.sources import half_character
 from ..exceptions import TuneloopError
 
 Item = tuple[str, "str | None"]          # (text, second text or None)
@@ -54,6 +55,9 @@ def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED)
         for part, value in enumerate(row):
             if not isinstance(value, str) or not value.strip():
                 raise TuneloopError(names.no_text(i, part, value))
+            if (broken := half_character(value)) is not None:
+                raise TuneloopError(f"{names.where(i)}: " + (f"column {names.columns[part]!r} " if isinstance(
+                    names, Framed) else "the second text " if part else "the text ") + broken)
     if len({len(row) for row in rows}) > 1:
         raise TuneloopError(f"{names.name}: a mix of single texts and pairs; give one kind")
     if pair is True and len(rows[0]) == 1:
