@@ -188,8 +188,15 @@ def test_cli_resume_needs_only_the_output_dir(tiny_model, data_dir, tmp_path, ca
     out = tmp_path / "run"
     opts = options(tiny_model, data_dir, out, max_steps=20)
     tuneloop.train(TrainConfig(**opts))
+    capsys.readouterr()
     assert main(["train", "--output-dir", str(out), "--resume", "--quiet"]) == 0
-    assert json.loads((out / "results.json").read_text())["resumed_from"].endswith("step-0000020")
+    results = json.loads((out / "results.json").read_text())
+    assert results["resumed_from"].endswith("step-0000020")
+    # its checkpoint is the last step's: no step trained here, so no throughput (was "0.0 samples/s", with the
+    # end's seconds as training time)
+    assert results["train"]["steps"] == 20 and results["train"]["samples_per_second"] is None
+    assert results["train"]["training_s"] == 0.0
+    assert "train: 20 steps, 0.8 epochs, every one before the resume" in capsys.readouterr().out
 
 
 def test_best_model_is_kept_and_reported(tiny_model, data_dir, tmp_path):

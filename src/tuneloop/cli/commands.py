@@ -81,6 +81,8 @@ def print_summary(results: dict) -> None:
         what = ("a linear probe on the frozen embedding" if stage.get("method") == "probe" else
                 f"SetFit, {stage['steps']} contrastive steps over {stage['pairs']} pairs")
         print(f"train: {what}, then a logistic-regression head, {stage['seconds']:.1f}s")
+    elif tr["samples_per_second"] is None:            # resumed at its last step: no step in this process
+        print(f"train: {tr['steps']} steps, {tr['epochs']:g} epochs, every one before the resume")
     else:
         print(f"train: {tr['steps']} steps, {tr['epochs']:g} epochs, {tr['runtime_s']:.1f}s, "
               f"{tr['samples_per_second']:.1f} samples/s")

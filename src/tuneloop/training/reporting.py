@@ -27,12 +27,17 @@ def results(run, state, train_log, evaluation: Evaluation, samples_before: int, 
     the examples this process's run trained on (not those before a resume) over training time only; `step_name`:
     the step the loop trained with (train.step, with setup's reason)."""
     acc, cfg = run.accelerator, run.config
+    trained = state.samples_seen - samples_before
+    if not trained and run.resumed_from:            # a resume from the last step's checkpoint: nothing to time
+        log.info(f"resumed at step {state.step}, the run's last: no step left to train; its evaluation, decision "
+                 "rule, model folders and results are made again (samples/s: none, in this process)")
     out = {
         "task": cfg.task, "model": cfg.model, "main_metric": run.main_metric,
         "eval": evaluation.main_split,
-        "train": {"runtime_s": round(train_log.runtime_s, 3), "training_s": round(train_log.training_s, 3),
+        "train": {"runtime_s": round(train_log.runtime_s, 3),
+                  "training_s": round(train_log.training_s, 3) if trained else 0.0,
                   "eval_s": round(train_log.eval_s, 3),
-                  "samples_per_second": round((state.samples_seen - samples_before) / train_log.training_s, 3),
+                  "samples_per_second": round(trained / train_log.training_s, 3) if trained else None,
                   "steps": state.step, "epochs": state.epoch_progress(run.plan.steps_per_epoch),
                   "num_samples": len(run.data.train), "global_batch_size": run.plan.global_batch,
                   "setup_s": round(run.setup_s, 3), "num_processes": acc.num_processes,
