@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import random
 import signal
@@ -69,7 +70,8 @@ def test_seeds_give_runs_a_matching_summary_and_collapsed_runs_are_retried(tiny_
     assert "95% interval" in (out / "summary.html").read_text()
 
 
-def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_model, train_csv, tmp_path, capsys):
+def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_model, train_csv, tmp_path, capsys,
+                                                                        caplog):
     out = tmp_path / "cli"
     args = ["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(out), "--epochs", "1",
             "--lr", "3e-3", "--quiet", "--mixed-precision", "no", "--num-seeds", "2", "--seed", "5", "--no-report"]
@@ -82,10 +84,42 @@ def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_mod
         assert (out / name / "model").exists() == (name == kept) and (out / name / "results.json").is_file()
     assert (out / "model" / "tuneloop.json").is_file()
     assert main(args) == 2                                   # the folder holds an experiment: not overwritten
-    assert "already holds" in capsys.readouterr().err
+    assert "already holds an earlier tuneloop experiment (--seeds / --folds); choose a new folder, --resume to go " \
+        "on with it" in capsys.readouterr().err               # said "files that are not a tuneloop run"
+    assert main(args + ["--resume", "--lr", "1e-3"]) == 2     # finished runs of other settings are not mixed in
+    assert f"--resume: {'seed-5'} finished with other settings (--lr 0.003 → 0.001)" in capsys.readouterr().err
+    other = "seed-6" if kept == "seed-5" else "seed-5"
+    import shutil
+
+    shutil.rmtree(out / kept / "model")                      # as an earlier --keep best leaves a run it did not keep
+    (out / other / "model").mkdir()
+    shutil.copytree(out / "model", out / other / "model", dirs_exist_ok=True)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert main(args + ["--resume"]) == 0                # a FileNotFoundError traceback
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["kept"] == other and summary["best_run"] == kept
+    assert f"{kept} scores best by accuracy, but its model was removed by an earlier --keep best; keeping " \
+           f"{other}'s" in caplog.text
     assert main(["inspect", str(out)]) == 2
     assert f"it is an experiment's: its page is {out / 'summary.html'}, each run a folder in it (seed-5, seed-6)" \
         in capsys.readouterr().err
+
+
+def test_a_stop_in_one_run_of_an_experiment_says_to_resume_the_experiment(tiny_model, train_csv, tmp_path, capsys,
+                                                                          monkeypatch):
+    from tuneloop.exceptions import Interrupted
+
+    def stopped(config, on_step=None):
+        raise Interrupted(f"interrupted at step 3. Resume with: tuneloop train --output-dir {config.output_dir} "
+                          "--resume", 15)
+
+    monkeypatch.setattr(experiments, "run_training", stopped)
+    out = tmp_path / "stopped"
+    assert main(["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(out),
+                 "--seeds", "1", "2", "--quiet"]) == 143
+    err = capsys.readouterr().err                            # was the seed's own line: seed-2 never ran after it
+    assert f"interrupted in seed-1. Resume with the command that started it and --resume (tuneloop train ... " \
+           f"--output-dir {out} --resume: finished runs are read back" in err and "seed-1 --resume" not in err
 
 
 def test_collapsed_means_one_predicted_class():
@@ -118,7 +152,8 @@ def test_fold_options_are_checked(tiny_model, train_csv, tmp_path, capsys):
     base = ["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(tmp_path / "x")]
     for flags, message in ((["--folds", "1"], "--folds: must be at least 2"),
                            (["--folds", "3", "--fold", "4"], "--fold: must be in 1..3"),
-                           (["--seeds", "1", "1"], "--seeds: give distinct seeds")):
+                           (["--seeds", "1", "1"], "--seeds: give distinct seeds"),
+                           (["--fold", "2"], "--fold: 2 of how many? give --folds K too")):   # "got None"
         assert main(base + flags) == 2
         assert message in capsys.readouterr().err
 

@@ -301,8 +301,7 @@ class TrainConfig(DataOptions):
         need(self.warmup_steps >= 0, "warmup_steps", f"must be >= 0, got {self.warmup_steps}")
         need(not (self.warmup_steps and self.warmup_ratio), "warmup_ratio",
              "give either --warmup-steps or --warmup-ratio, not both")
-        if self.max_grad_norm is not None:
-            need(self.max_grad_norm >= 0, "max_grad_norm", f"must be >= 0 (0 = no clipping), got {self.max_grad_norm}")
+        need((self.max_grad_norm or 0) >= 0, "max_grad_norm", f"must be >= 0 (0: no clip), got {self.max_grad_norm}")
         need(self.keep_last >= 1, "keep_last", f"must be at least 1, got {self.keep_last}")
         if self.class_weights not in ("none", "balanced"):
             need(Path(self.class_weights).is_file(), "class_weights",
@@ -329,7 +328,8 @@ class TrainConfig(DataOptions):
         need(not (self.seeds and self.num_seeds), "num_seeds", "give either --seeds or --num-seeds, not both")
         need(self.num_seeds is None or self.num_seeds >= 1, "num_seeds", f"must be at least 1, got {self.num_seeds}")
         if self.folds is not None or self.fold is not None:
-            need(self.folds is not None and self.folds >= 2, "folds", f"must be at least 2, got {self.folds}")
+            need(self.folds is not None, "fold", f"{self.fold} of how many? give --folds K too (one fold of K)")
+            need(self.folds >= 2, "folds", f"must be at least 2, got {self.folds}")
             need(self.fold is None or 1 <= self.fold <= self.folds, "fold", f"must be in 1..{self.folds}")
             need(bool(self.train_file) and not self.validation_file and not self.data_dir, "folds",
                  "k-fold splits one --train-file (leave out --validation-file and --data-dir)")

@@ -1,5 +1,5 @@
-"""What every many-run command shares (seeds and folds, search): resuming a run folder from its checkpoints, and
-keeping the best run's model as a copy in the experiment's folder."""
+"""What every many-run command shares (seeds and folds, search): resuming a run folder from its checkpoints, how a
+stop in one of its runs is told, and keeping the best run's model as a copy in the experiment's folder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,18 @@ import shutil
 from pathlib import Path
 
 from ..atomic import atomic_folder
+from ..exceptions import Interrupted
 from ..training.checkpoint import list_checkpoints
+
+
+def interrupted_in(folder: Path, stopped: Interrupted, command: str, output_dir) -> Interrupted:
+    """The stop of one run of a many-run command, told as that command's: the run's own line would resume the run
+    alone, outside its experiment or study (its summary or best never written)."""
+    saved = list_checkpoints(folder)
+    where = f"; checkpoint saved in {saved[0]}" if saved else ""
+    return Interrupted(f"interrupted in {folder.name}{where}. Resume with the command that started it and --resume "
+                       f"(tuneloop {command} ... --output-dir {output_dir} --resume: finished runs are read back, "
+                       f"{folder.name} resumes from its checkpoint)", stopped.signal_number)
 
 
 def resume_point(folder: Path) -> str | None:

@@ -24,14 +24,14 @@ import numpy as np
 
 from ..atomic import atomic_write_json
 from ..config.options import TrainConfig
-from ..exceptions import ConfigError
-from ..layout import BEST_DIR, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
+from ..exceptions import ConfigError, Interrupted
+from ..layout import BEST_DIR, CONFIG_FILE, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
 from ..objective import SingleLabel
 from ..tasks import metric_range, signed_score
 from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder, is_run_folder
-from .common import copy_folder, resume_point
+from .common import copy_folder, interrupted_in, resume_point
 
 log = logging.getLogger("tuneloop")
 
@@ -63,7 +63,10 @@ def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict
     runs, used, retries = [], {options.get("seed", config.seed) for _, options in queue}, set()
     while queue:
         name, options = queue.pop(0)
-        results = _run_one(base, out / name, options, on_step)
+        try:
+            results = _run_one(base, out / name, options, on_step)
+        except Interrupted as stopped:
+            raise interrupted_in(out / name, stopped, "train", out) from None
         record = {"name": name, **options, "results": results, "collapsed": collapsed(results)}
         runs.append(record)
         if record["collapsed"] and config.retry_collapsed and "seed" in options and name not in retries:
@@ -92,6 +95,7 @@ def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict
 def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     """One run of the experiment: read back when finished, resumed when it has checkpoints and --resume."""
     if (folder / RESULTS_FILE).is_file() and base.resume is not None:
+        _check_made_alike(folder, base.replace(output_dir=str(folder), **options))
         log.info(f"{folder.name}: finished earlier, read back")
         return json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
     resume = resume_point(folder) if base.resume is not None else None
@@ -99,6 +103,30 @@ def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     log.info(f"{folder.name}: {'resuming' if resume else 'starting'}")
     cfg = base.replace(output_dir=str(folder), resume=resume, overwrite=overwrite, **options)
     return run_training(cfg.validate(), on_step)
+
+
+def _check_made_alike(folder: Path, config: TrainConfig) -> None:
+    """A finished run read back by --resume was made with these options, or the summary would mix runs of two
+    settings: refused, as a run's checkpoint made with other settings is. The options a run may change on resume
+    count too where they scored it (the validation rows), as do the experiment's own (--keep, --retry-collapsed)
+    not."""
+    from ..config.options import read_yaml_options
+    from ..training.checkpoint import incompatible_changes
+    from ..training.small_data import DECIDES as SMALL_DATA_DECIDES
+
+    saved = read_yaml_options(folder / CONFIG_FILE, flag="--resume") if (folder / CONFIG_FILE).is_file() else None
+    if saved is None:
+        return
+    current = {k: v for k, v in config.to_dict().items() if k not in ("keep", "retry_collapsed")}
+    # and the ones the user set among those --small-data auto decides (the rest are decided as the run was)
+    decided = set(SMALL_DATA_DECIDES) & set(config.chosen or ()) if current.get("small_data") == "auto" else set()
+    changes = incompatible_changes(saved, current) + [
+        f"--{k.replace('_', '-')} {saved.get(k)!r} → {current.get(k)!r}"
+        for k in ("validation_file", "max_eval_samples", *sorted(decided))
+        if k in saved and saved.get(k) != current.get(k)]
+    if changes:
+        raise ConfigError(f"--resume: {folder.name} finished with other settings ({'; '.join(changes)}); resume "
+                          f"with the same settings, or start the experiment in a new --output-dir")
 
 
 def collapsed(results: dict) -> bool:
@@ -141,7 +169,16 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
         value = r["results"]["eval"].get(metric, r["results"]["eval"].get(main))
         return signed_score(metric, value)
 
-    best = max(best_of, key=score)
+    best = kept = max(best_of, key=score)
+    if not (Path(config.output_dir) / best["name"] / MODEL_DIR).is_dir():    # an earlier pass's --keep best
+        with_model = [r for r in best_of if (Path(config.output_dir) / r["name"] / MODEL_DIR).is_dir()] or [
+            r for r in counted if (Path(config.output_dir) / r["name"] / MODEL_DIR).is_dir()]
+        if not with_model:
+            raise ConfigError(f"{config.output_dir}: no run of the experiment still has its {MODEL_DIR}/ folder "
+                              "to keep; rerun one of them, or start the experiment in a new --output-dir")
+        kept = max(with_model, key=score)
+        log.warning(f"{best['name']} scores best by {metric}, but its model was removed by an earlier --keep best; "
+                    f"keeping {kept['name']}'s, the best of the runs that still have one")
     baselines = [r["results"]["baseline"]["eval"] for r in counted if r["results"].get("baseline")]
     baseline = {k: interval([b[k] for b in baselines], k) for k in metrics if all(k in b for b in baselines)} \
         if baselines else None                    # the TF-IDF baseline on each run's rows (folds: its fold's)
@@ -151,7 +188,8 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
                       "collapsed": r["collapsed"], **({"replaced_by": r["replaced_by"]} if "replaced_by" in r else {}),
                       "best": r["results"].get("best"), "eval": per_run[r["name"]],
                       "warnings": r["results"].get("warnings", [])} for r in runs],       # each run's train.log has all
-            "metrics": stats, "kept": best["name"], "keep": config.keep,
+            "metrics": stats, "kept": kept["name"], "keep": config.keep,
+            **({"best_run": best["name"]} if kept is not best else {}),
             "collapsed": [r["name"] for r in runs if r["collapsed"]], "output_dir": str(config.output_dir)}
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json, check_place, make_folder
 from ..exceptions import TuneloopError
-from ..layout import RUN_LOCK, RUN_MARKER, RUN_OUTPUTS
+from ..layout import (DISTILL_DIR, RUN_LOCK, RUN_MARKER, RUN_OUTPUTS, SEARCH_FILE, STUDY_JOURNAL, SUMMARY_FILE,
+                      TRIALS_DIR)
 from ..runtime import folder_lock
 
 
@@ -26,9 +27,24 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
         raise folder_lock.busy(folder, who)
     if resume or overwrite or not folder.is_dir() or not any(p.name != RUN_LOCK for p in folder.iterdir()):
         return
-    what = "an earlier tuneloop run" if is_run_folder(folder) else "files that are not a tuneloop run"
-    raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder, or pass --overwrite "
-                        "to replace tuneloop's outputs there (other files are left alone)")
+    what = _what_is_in(folder)
+    resume = "" if what.startswith("files") else ", --resume to go on with it"
+    raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder{resume}, or pass "
+                        "--overwrite to replace tuneloop's outputs there (other files are left alone)")
+
+
+def _what_is_in(folder: Path) -> str:
+    """What tuneloop wrote in a folder, as a refusal names it: a run, an experiment, a search, a distillation."""
+    if is_run_folder(folder):
+        return "an earlier tuneloop run"
+    if (folder / SUMMARY_FILE).is_file() or any(is_run_folder(p) for p in folder.glob("seed-*")) \
+            or any(is_run_folder(p) for p in folder.glob("fold-*")):
+        return "an earlier tuneloop experiment (--seeds / --folds)"
+    if (folder / SEARCH_FILE).is_file() or (folder / STUDY_JOURNAL).is_file() or (folder / TRIALS_DIR).is_dir():
+        return "an earlier tuneloop search"
+    if (folder / DISTILL_DIR).is_dir():
+        return "an earlier tuneloop distill, stopped before its student's run"
+    return "files that are not a tuneloop run"
 
 
 def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> Path:
