@@ -227,7 +227,6 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
         validate on instead of a held-out part of X."""
         from tuneloop.data.labels import LabelEncoder
         from tuneloop.data.sources import _label_text
-        from tuneloop.exceptions import DataError
 
         def fitted(classifier, labels):
             classes = sorted_classes(labels)
