@@ -207,6 +207,8 @@ def test_a_frame_the_classifier_cannot_read_is_one_line(from_csv, frames):
     with pytest.raises(TuneloopError, match=r"cannot tell which columns hold the texts \(the model reads review; "
                                             r"the frame has a, b\)"):
         clf.predict(pd.DataFrame({"a": ["x"], "b": ["y"]}))
+    with pytest.raises(TuneloopError, match=r"^Series: row with index 1: column 'review' has no text"):
+        clf.predict(pd.Series(["ok", float("nan")], name="review"))          # was named a DataFrame's row
     with pytest.raises(TuneloopError, match=r"row with index 2: column 'review' has no text \(got nan\)$"):
         clf.predict(dev.head(3).assign(review=["ok", "fine", float("nan")]))
     by_text = dev.head(3).assign(stars=[1, 0, 1]).set_index("review")     # the texts as the index: a hint

@@ -101,6 +101,8 @@ def test_errors_before_any_training(tiny_model, own_tmp):
     with pytest.raises(DataError, match=r"^y: the labels ' pos' and 'pos' are one class to tuneloop \(labels are "
                                         r"read as text without surrounding spaces"):   # classes_ had both
         est.fit(["a", "b", "c", "d"], [" pos", "pos", "neg", "neg"])
+    with pytest.raises(DataError, match=r"^y: continuous values .* use TuneloopRegressor"):   # score() raised
+        est.fit(["a", "b", "c", "d"], [2.5, 10.5, 2.5, 3.0])
     with pytest.raises(DataError, match="4 texts but 3 labels"):       # tuneloop's own check
         est.fit(["a", "b", "c", "d"], [0, 1, 0])
     with pytest.raises(ConfigError, match="'lr' is a parameter of TuneloopClassifier"):

@@ -238,7 +238,13 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
             self._class_of_name = {schema.names[col]: i for i, col in enumerate(self._columns)}
             self.classes_ = np.asarray(classes)
 
-        given = sorted_classes(as_targets(y))                   # ' pos' beside 'pos': said before training
+        from tuneloop.exceptions import DataError
+
+        values = as_targets(y)
+        if any(isinstance(v, float) and v == v and not v.is_integer() for v in values):   # NaN: no label
+            raise DataError("y: continuous values (numbers with fractions) are not classes; for a number per text "
+                            "use TuneloopRegressor")
+        given = sorted_classes(values)                          # ' pos' beside 'pos': said before training
         _say_merged(given, [_label_text(c) for c in given])
         return self._fit(X, y, validation, fitted)
 

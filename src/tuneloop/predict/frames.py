@@ -35,13 +35,15 @@ def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> li
     """(text, second text or None) per row, checked as every input is (inputs.checked): an empty or missing cell is
     an error naming its row and column."""
     hint = "; the texts look like the DataFrame's index: pass frame.reset_index(names=\"text\")"
-    if type(frame).__name__ == "Series":
+    kind = type(frame).__name__
+    if kind == "Series":
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
         hint = "; the texts look like the Series' index: pass series.index"
     columns = text_columns_of(frame, recorded, pair, given)
     label_of = {str(c): c for c in frame.columns}       # the frame's own column labels (0, not "0") to index it
     rows = list(frame[[label_of[c] for c in columns]].itertuples(index=False, name=None))
-    return checked(rows, pair, recorded, Framed(frame.index, columns, hint))
+    return checked(rows, pair, recorded, Framed(frame.index, columns, hint, "Series" if kind == "Series" else
+                                                "DataFrame"))
 
 
 def as_frame(flat_rows: list[dict], index):

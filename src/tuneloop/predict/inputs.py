@@ -28,14 +28,12 @@ class Listed:
 class Framed:
     """How messages name the rows of a DataFrame: by index and column."""
 
-    name = "DataFrame"
-    empty = "DataFrame: no rows to predict"
-
-    def __init__(self, index, columns: list[str], hint: str = ""):
-        self.index, self.columns, self.hint = list(index), columns, hint
+    def __init__(self, index, columns: list[str], hint: str = "", name: str = "DataFrame"):
+        self.index, self.columns, self.hint, self.name = list(index), columns, hint, name     # name: or "Series"
+        self.empty = f"{name}: no rows to predict"
 
     def where(self, i: int) -> str:
-        return f"DataFrame: row with index {self.index[i]!r}"
+        return f"{self.name}: row with index {self.index[i]!r}"
 
     def no_text(self, i: int, part: int, value) -> str:
         said = f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
