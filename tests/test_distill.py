@@ -408,3 +408,122 @@ def test_a_glue_task_teacher_reads_the_class_ids_glue_files_write(tiny_model, tm
     assert tuneloop.load(tmp_path / "student").labels == ["not_equivalent", "equivalent"]
     assert set(d["teacher"]["metrics"]) >= {"accuracy", "f1"}                      # the task's metrics for both
     assert set(d["student"]["metrics"]) >= {"accuracy", "f1"}
+
+
+def cli_options(tiny_model: str, out: Path) -> list[str]:
+    return ["--model", tiny_model, "--lr", "3e-3", "--max-steps", "2", "--batch-size", "8", "--quiet", "--seed", "0",
+            "--mixed-precision", "no", "--no-report", "--baseline", "none", "--small-data", "off", "--calibrate",
+            "none", "--no-compare-labels-only", "--output-dir", str(out)]
+
+
+def test_a_soft_label_files_cached_targets_follow_the_given_labels_and_the_problem_type(tiny_model, files, tmp_path):
+    """The labelled rows' targets of a soft-label file are their labels: relabelled and rerun with --overwrite,
+    the cached targets were the old labels'; rerun with another --problem-type, the student stayed single-label."""
+    labelled = tmp_path / "labelled.csv"
+    rows = [[t, ("no", "yes")[y]] for y, t in texts(24, 2)]
+    write_csv(labelled, ["text", "label"], rows)
+    common = dict(teacher=files["soft"], train_file=str(labelled), compare_labels_only=False, max_steps=1)
+    out = tmp_path / "student"
+    tuneloop.distill(**common, **options(tiny_model, out))
+    first = SoftTargets.load(out / "distill" / "soft_targets.npz").soft[96:]
+    write_csv(labelled, ["text", "label"], [[t, "yes" if y == "no" else "no"] for t, y in rows])   # relabelled
+    tuneloop.distill(**common, **options(tiny_model, out, overwrite=True))
+    cached = SoftTargets.load(out / "distill" / "soft_targets.npz")
+    assert np.array_equal(cached.soft[96:], 1 - first)          # the new labels' one-hot rows
+    table = [json.loads(line) for line in (out / "distill" / "train.jsonl").read_text().splitlines()][96:]
+    assert [r["label"] for r in table] == [("no", "yes")[int(p[1])] for p in cached.soft[96:]]
+    tuneloop.distill(teacher=files["soft"], max_steps=1, problem_type="multi_label_classification",
+                     **options(tiny_model, out, overwrite=True))
+    assert SoftTargets.load(out / "distill" / "soft_targets.npz").labels.problem_type == "multi_label_classification"
+    with tuneloop.load(out) as student:
+        assert student.problem_type == "multi_label_classification"
+
+
+def test_a_regression_teacher_with_given_labels_trains_on_numbers_and_says_how_near_it_is(tiny_model, files,
+                                                                                          tmp_path, capsys):
+    """The given labels of a regression teacher went into the student's table as text beside the teacher's scores
+    (the run stopped: "is a text but ... is a number"); they are read as numbers, a decimal-comma file's commas
+    included; the summary says the mean absolute difference and the correlation, not "agreement nan%"."""
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "regression", [])
+    given = [(t, f"{y + 0.25 * (i % 3)}".replace(".", ",")) for i, (y, t) in enumerate(texts(24, 2))]
+    labelled = tmp_path / "labelled.csv"
+    labelled.write_text("text;score\n" + "".join(f"{t};{y}\n" for t, y in given))   # Excel's ';' file: 1,25
+    dev = write_csv(tmp_path / "dev.csv", ["text", "score"], [[t, y + 0.5] for y, t in texts(20, 3)])
+    out = tmp_path / "student"
+    capsys.readouterr()
+    assert main(["distill", "--teacher", teacher, "--unlabeled-file", files["unlabeled"], "--train-file",
+                 str(labelled), "--validation-file", dev, *cli_options(tiny_model, out)]) == 0
+    printed = capsys.readouterr().out
+    table = [json.loads(line) for line in (out / "distill" / "train.jsonl").read_text().splitlines()]
+    assert [r["score"] for r in table[64:]] == [float(y.replace(",", ".")) for _, y in given]
+    assert all(isinstance(r["score"], float) for r in table)
+    last = printed.strip().splitlines()[-1]
+    assert "nan" not in printed and "mean absolute difference" in last and "pearson" in last, printed
+    assert "student: pearson" in printed or "student: mse" in printed or "student: rmse" in printed, printed
+
+
+def test_files_whose_label_column_is_not_label_distill_and_a_failed_start_does_not_block_a_rerun(tiny_model,
+                                                                                                  files, tmp_path):
+    """Files whose label column is `category` train, but distill read --validation-file by the table's own name
+    (`label`) and stopped; a distillation that stopped before its student's run left OUT/distill/ behind, and the
+    rerun was refused."""
+    teacher = plain_teacher(tmp_path / "teacher", tiny_model, "single_label_classification", ["no", "yes"])
+    names = ("no", "yes")
+    labelled = write_csv(tmp_path / "labelled.csv", ["text", "category"], [[t, names[y]] for y, t in texts(24, 2)])
+    dev = write_csv(tmp_path / "dev.csv", ["text", "category"], [[t, names[y]] for y, t in texts(20, 3)])
+    wrong = write_csv(tmp_path / "wrong.csv", ["text", "category"], [[t, "maybe"] for _, t in texts(20, 3)])
+    common = dict(teacher=teacher, unlabeled_file=files["unlabeled"], train_file=labelled,
+                  compare_labels_only=False, max_steps=2)
+    out = tmp_path / "student"
+    with pytest.raises(TuneloopError, match="maybe are not the teacher's"):       # before the student's run
+        tuneloop.distill(**common, validation_file=wrong, **options(tiny_model, out))
+    assert (out / "distill").is_dir() and not (out / "config.yaml").exists()
+    result = tuneloop.distill(**common, validation_file=dev, **options(tiny_model, out))   # no --overwrite
+    d = result["distillation"]
+    assert d["teacher"]["metrics"]["num_samples"] == d["student"]["metrics"]["num_samples"] == 20
+    assert result["eval"]["num_samples"] == 20                  # the student validated on dev.csv's rows
+    with pytest.raises(TuneloopError, match="already holds"):   # a finished distillation is still kept
+        tuneloop.distill(**common, validation_file=dev, **options(tiny_model, out))
+
+
+def test_distill_writes_no_report_with_no_report(tiny_model, files, tmp_path):
+    out = tmp_path / "student"
+    tuneloop.distill(teacher=files["soft"], max_steps=1, **options(tiny_model, out, report=False))
+    assert (out / "results.json").is_file() and not (out / "report.html").exists()
+
+
+def test_the_summary_shows_the_students_metric_without_a_teacher_model_and_regression_figures(tiny_model, files,
+                                                                                              tmp_path, capsys):
+    from tuneloop.cli.commands import print_distillation
+
+    out = tmp_path / "student"
+    capsys.readouterr()
+    assert main(["distill", "--teacher", files["soft"], "--validation-file", files["dev"],
+                 *cli_options(tiny_model, out)]) == 0
+    student = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("student:"))
+    assert student.startswith("student: accuracy "), student
+    d = json.loads((out / "results.json").read_text())["distillation"]
+    assert d["main_metric"] == "accuracy" and "kept" not in d and "teacher" not in d
+    measured = {"metrics": {"pearson": 0.5}, "rows_per_s": 100.0}
+    print_distillation({"main_metric": "pearson", "teacher": measured, "student": measured, "speedup": 2.0,
+                        "student_vs_teacher": {"mean_abs_difference": 0.125, "pearson": None}})
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "nan" not in last and "mean absolute difference 0.125" in last and "2.00x" in last, last
+
+
+def test_the_labels_only_student_reads_the_given_labels_as_the_teacher_does(tiny_model, files, tmp_path):
+    """A teacher trained on "a|b" labels with --label-separator "|": the labels-only student guessed the given files
+    again without it, and trained single-label on classes like "a|b"."""
+    tags = ["a|b", "c", "b", "a"]
+    rows = [[t, tags[i % 4]] for i, (_, t) in enumerate(texts(40, 2))]
+    labelled = write_csv(tmp_path / "labelled.csv", ["text", "tags"], rows[:24])
+    dev = write_csv(tmp_path / "dev.csv", ["text", "tags"], rows[24:])
+    teacher = tmp_path / "teacher"
+    tuneloop.train(**fast_options(tiny_model, train_file=labelled, validation_file=dev, label_separator="|",
+                                  output_dir=str(teacher), max_steps=2))
+    result = tuneloop.distill(teacher=str(teacher), unlabeled_file=files["unlabeled"], train_file=labelled,
+                              validation_file=dev, **options(tiny_model, tmp_path / "student", max_steps=2))
+    d = result["distillation"]
+    assert "f1_micro" in d["labels_only"]["metrics"] and "f1_micro" in d["student"]["metrics"]
+    with tuneloop.load(tmp_path / "student" / "distill" / "labels_only") as labels_only:
+        assert labels_only.problem_type == "multi_label_classification" and labels_only.labels == ["a", "b", "c"]

@@ -46,9 +46,17 @@ def print_distillation(d: dict) -> None:
             value = d[name]["metrics"].get(main) if main else None
             shown = f"{main} {value:.4f}, " if value is not None else ""
             print(f"{name}: {shown}{d[name]['rows_per_s']:.0f} rows/s")
-    if "kept" in d:
-        print(f"the student keeps {d['kept']:.1%} of the teacher's {main} at {d['speedup']:.2f}x its rows/s; "
-              f"agreement {d['student_vs_teacher'].get('agreement', float('nan')):.1%}")
+    versus = d.get("student_vs_teacher")
+    if versus is not None:              # classes: how often the answers agree; regression: how far the scores are
+        if "agreement" in versus:
+            same = f"agreement {versus['agreement']:.1%}"
+        else:
+            pearson = versus.get("pearson")
+            same = f"mean absolute difference {versus['mean_abs_difference']:.4g}, " + \
+                (f"pearson {pearson:.4f}" if pearson is not None else "pearson undefined (constant scores)")
+        kept = f"keeps {d['kept']:.1%} of the teacher's {main} at {d['speedup']:.2f}x its rows/s" if "kept" in d \
+            else f"runs at {d['speedup']:.2f}x the teacher's rows/s"
+        print(f"the student {kept}; {same}")
     elif d.get("note"):
         print(d["note"])
 

@@ -81,14 +81,16 @@ def comparison(cfg: TrainConfig, out: Path, table: dict, labels_only: dict | Non
                                                     ids=table.get("task") is not None)
     result = {"validation_file": str(cfg.validation_file), "rows": len(validation.items), "cpu": machine.cpu_name(),
               **measured}
+    main = main_metric(out)                 # the student's: what each model is shown by, a teacher model or not
+    if main:
+        result["main_metric"] = main
     if "teacher" in measured:
         result["student_vs_teacher"] = agreement(answers["teacher"], answers["student"], regression)
         result["speedup"] = round(measured["student"]["rows_per_s"] / max(measured["teacher"]["rows_per_s"], 1e-9),
                                   2)
-        main = main_metric(out)
         s, te = measured["student"]["metrics"].get(main), measured["teacher"]["metrics"].get(main)
         if main and s is not None and te:
-            result.update(main_metric=main, kept=round(s / te, 4))
+            result["kept"] = round(s / te, 4)
     return result
 
 

@@ -25,10 +25,11 @@ from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
-                      SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
-from ..runtime import machine
+                      RUN_LOCK, SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
+from ..runtime import folder_lock, machine
 from ..runtime.process import console_logging, library_output
 from ..sheets import is_data_file
+from ..tasks import MULTI_LABEL, REGRESSION
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
 from ..training.state import optimizer_steps_per_epoch
@@ -104,16 +105,14 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     out = Path(config.output_dir)
     state = PartialState(cpu=machine.use_cpu(config.cpu))
     resume = config.resume is not None
-    if state.is_main_process:
-        check_run_folder(out, config.overwrite, resume)
-        if config.overwrite and not resume and (out / DISTILL_DIR).is_dir():
-            clear(out / DISTILL_DIR)
     with library_output(config.quiet), console_logging(config.quiet):
         if state.is_main_process:
-            table = student_table(config, out / DISTILL_DIR)
-            table["student"], table["student_from"] = student_model(config, out / DISTILL_DIR)
-            config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
-            atomic_write_json(out / DISTILL_DIR / DISTILL_SETUP, table)
+            with folder_lock.holding():     # one distillation at a time here (the student's run locks it again)
+                _prepare_folder(out, config.overwrite, resume)
+                table = student_table(config, out / DISTILL_DIR)
+                table["student"], table["student_from"] = student_model(config, out / DISTILL_DIR)
+                config.save_yaml(out / DISTILL_DIR / CONFIG_FILE)
+                atomic_write_json(out / DISTILL_DIR / DISTILL_SETUP, table)
         state.wait_for_everyone()
         if not state.is_main_process:
             table = json.loads((out / DISTILL_DIR / DISTILL_SETUP).read_text(encoding="utf-8"))
@@ -129,16 +128,26 @@ def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         return results
     labels_only = None
     if config.train_file and config.compare_labels_only:
-        labels_only = run_labels_only(config.replace(task=table.get("task")), student,
-                                      out / DISTILL_DIR / LABELS_ONLY_DIR)
+        labels_only = run_labels_only(_as_the_teacher(config, table), student, out / DISTILL_DIR / LABELS_ONLY_DIR)
     if state.is_main_process:
         from .compare import comparison
 
         with library_output(config.quiet), console_logging(config.quiet):
             results["distillation"] = {**comparison(config, out, table, labels_only), "setup": table}
         atomic_write_json(out / RESULTS_FILE, results)
-        _report(out)
+        if config.report:                       # --no-report: none, as for `tuneloop train`
+            _report(out)
     return results
+
+
+def _as_the_teacher(cfg: TrainConfig, table: dict) -> TrainConfig:
+    """The labels-only student's options: the given files read as the teacher's labels are (its problem type and
+    multi-label separator), not guessed again from them ("movie|plot" one class where the teacher has two)."""
+    if table.get("task"):
+        return cfg.replace(task=table["task"])
+    multi = table["problem_type"] == MULTI_LABEL
+    return cfg.replace(problem_type=table["problem_type"],
+                       label_separator=(cfg.label_separator or table.get("separator")) if multi else None)
 
 
 def student_epochs(cfg: TrainConfig, rows: int, processes: int) -> int:
@@ -155,6 +164,22 @@ def student_epochs(cfg: TrainConfig, rows: int, processes: int) -> int:
         log.info(f"student: {epochs} epochs of {per_epoch} steps ({STUDENT_MIN_STEPS} steps at least, at most "
                  f"{STUDENT_MAX_EPOCHS} epochs; --epochs or --max-steps sets your own)")
     return epochs
+
+
+def _prepare_folder(out: Path, overwrite: bool, resume: bool) -> None:
+    """OUT checked, made and locked; with --overwrite the earlier distillation cleared (`clear`). A folder holding
+    only an earlier distillation that stopped before its student's run (OUT/distill/: a wrong column, a teacher that
+    failed) is taken up again as with --overwrite: nothing of a run is there to lose."""
+    unstarted = not resume and (out / DISTILL_DIR).is_dir() and \
+        all(p.name in (DISTILL_DIR, RUN_LOCK) for p in out.iterdir())
+    check_run_folder(out, overwrite or unstarted, resume)
+    make_folder(out, "--output-dir")
+    folder_lock.take(out)
+    if unstarted and not overwrite:
+        log.info(f"{out}: an earlier distillation stopped before its student's run; starting again (its teacher "
+                 "outputs are reused where they fit)")
+    if (overwrite or unstarted) and not resume and (out / DISTILL_DIR).is_dir():
+        clear(out / DISTILL_DIR)
 
 
 def clear(folder: Path) -> None:
@@ -178,7 +203,9 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
     else:
         texts = t.read_texts(cfg.unlabeled_file, cfg.text_columns, None, False)
     rows = texts.items + (given.items if given else [])
-    key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns))
+    # a soft-label file's targets are also made of the given labels (the labelled rows') and the problem type
+    inputs = {"labels": given.labels if given else None, "problem_type": cfg.problem_type} if from_file else None
+    key = t.teacher_key(cfg.teacher, t.Texts(rows, [], texts.columns), inputs)
     cached = folder / SOFT_TARGETS_FILE
     targets = SoftTargets.load(cached) if cached.is_file() else None
     features = cfg.feature_weight > 0           # never for a soft-label file (feature_weight refuses it)
@@ -188,7 +215,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
         if from_file:           # the labelled rows' targets are their labels (the file has no outputs for them)
             if given is not None:
                 t.check_same_labels(schema, given, cfg.train_file)
-                soft = np.concatenate([soft, t.gold_targets(given.labels, schema)])
+                soft = np.concatenate([soft, t.gold_targets(given.labels, schema, cfg.train_file)])
         else:
             with _teacher(cfg) as classifier:
                 schema = classifier.label_schema
@@ -216,12 +243,15 @@ def _write_table(cfg, folder: Path, texts, given, soft, schema) -> dict:
     """DISTILL_TABLE: every text in its columns and a label (the given one, else the teacher's answer); what the
     student run reads (table.json)."""
     columns = list(texts.columns)
-    label = cfg.label_column or "label"
+    label = label_column(cfg) or "label"     # the validation file's too: the student's run reads it by this name
     while label in columns:
         label += "_"
     lines = []
     rows = texts.items + (given.items if given else [])
-    given_labels = [None] * len(texts.items) + (list(given.labels) if given else [])
+    labels = list(given.labels) if given else []
+    if given and schema.problem_type == REGRESSION:   # numbers, as the teacher's scores beside them (decided_label)
+        labels = t.given_scores(labels, cfg.train_file)
+    given_labels = [None] * len(texts.items) + labels
     for i, item in enumerate(rows):
         row = dict(zip(columns, item[:len(columns)], strict=True))     # (text, None) under one text column
         row[label] = given_labels[i] if given_labels[i] is not None else t.decided_label(soft[i], schema)
@@ -230,10 +260,22 @@ def _write_table(cfg, folder: Path, texts, given, soft, schema) -> dict:
     if not table_file.is_file() or table_file.read_text(encoding="utf-8") != "\n".join(lines) + "\n":
         atomic_write_text(table_file, "\n".join(lines) + "\n")
     table = {"train_file": str(table_file), "text_columns": columns, "label_column": label,
-             "problem_type": schema.problem_type, "soft_targets": str(folder / SOFT_TARGETS_FILE),
-             "labels": schema.names, "unlabeled_rows": len(texts.items),
-             "labelled_rows": len(given.items) if given else 0}
+             "problem_type": schema.problem_type, "separator": schema.separator,
+             "soft_targets": str(folder / SOFT_TARGETS_FILE), "labels": schema.names,
+             "unlabeled_rows": len(texts.items), "labelled_rows": len(given.items) if given else 0}
     return table
+
+
+def label_column(cfg: TrainConfig) -> str | None:
+    """The given files' label column: --label-column, else the one found in --train-file (else --validation-file)
+    as `tuneloop train` finds it; None without either."""
+    from ..data.columns import detect_columns
+    from ..data.readers import file_columns
+
+    if cfg.label_column:
+        return cfg.label_column
+    path = cfg.train_file or cfg.validation_file
+    return detect_columns(path, file_columns(path), cfg.text_columns, None, True).label if path else None
 
 
 def student_model(cfg: TrainConfig, folder: Path) -> tuple[str, dict]:

@@ -16,8 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from ..data.columns import detect_columns
+from ..data.label_numbers import _regression_value, dots_group_thousands
 from ..data.labels import LabelSchema, _split_labels
-from ..data.readers import FORMATS, file_columns, format_suffix, iter_rows, position_word
+from ..data.readers import FORMATS, decimal_comma, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
 from ..exceptions import DataError, TuneloopError
 from ..layout import model_folder
@@ -108,7 +109,8 @@ def check_same_labels(teacher: LabelSchema, given: Texts, source: str, ids: bool
     `ids`: class ids 0..K-1 too (teacher_task)."""
     raw = {v for v in given.labels if v is not None}
     if teacher.problem_type == REGRESSION:
-        bad = sorted(v for v in raw if _number(v) is None)
+        bad = sorted({v for v, x in zip(given.labels, given_scores(given.labels, source), strict=True)
+                      if v is not None and x is None})
     else:
         names = set(teacher.names)
         items = {item for v in raw for item in (_split_labels(v, teacher.separator)
@@ -133,14 +135,26 @@ def _as_name(text: str) -> str:
     return str(int(x)) if x is not None and x.is_integer() else text
 
 
-def teacher_key(teacher: str, texts: Texts) -> str:
-    """What the teacher's outputs depend on: the teacher (its files' names, sizes and times) and the texts."""
+def given_scores(labels: list, source) -> list:
+    """Given regression labels as numbers, read as tuneloop reads a training file's (data/labels: a decimal-comma
+    file's commas, and its dots where they group thousands); None where a label is none or not a number."""
+    comma = bool(source) and decimal_comma(str(source))
+    values = sorted({v for v in labels if v is not None})
+    thousands = comma and bool(dots_group_thousands(values))
+    return [None if v is None else _regression_value(v, comma, thousands) for v in labels]
+
+
+def teacher_key(teacher: str, texts: Texts, inputs: dict | None = None) -> str:
+    """What the teacher's outputs depend on: the teacher (its files' names, sizes and times), the texts, and any
+    other `inputs` the saved targets are made from (a soft-label file's: the given labels, the problem type)."""
     digest = hashlib.sha256()
     path = Path(teacher)
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.exists() else []
     digest.update(json.dumps([str(path.resolve()) if path.exists() else teacher,
                               [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files]]).encode())
     digest.update(json.dumps(texts.items).encode())
+    if inputs:
+        digest.update(json.dumps(inputs, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
@@ -229,13 +243,16 @@ def decided_label(row: np.ndarray, schema: LabelSchema):
     return schema.names[int(np.argmax(row))]
 
 
-def gold_targets(labels: list, schema: LabelSchema) -> np.ndarray:
-    """Given labels as soft targets (one-hot, a 0/1 row, the score): a soft-label-file teacher has no outputs
-    for the labelled rows."""
+def gold_targets(labels: list, schema: LabelSchema, source: str = "--train-file") -> np.ndarray:
+    """Given labels (from `source`) as soft targets (one-hot, a 0/1 row, the score): a soft-label-file teacher has
+    no outputs for the labelled rows."""
     from ..data.labels import LabelEncoder
 
-    encode = LabelEncoder(schema, "--train-file")
     out = np.zeros((len(labels), max(schema.num_labels, 1)), dtype=np.float32)
+    if schema.problem_type == REGRESSION:       # checked numbers (check_same_labels)
+        out[:, 0] = given_scores(labels, source)
+        return out
+    encode = LabelEncoder(schema, "--train-file")
     for i, raw in enumerate(labels):
         target = encode(raw, i + 1)
         if schema.problem_type == SINGLE_LABEL:
