@@ -38,7 +38,9 @@ from ..layout import (BEST_DIR, CHECKPOINTS_DIR, CONFIG_FILE, MODEL_DIR, RESULTS
 from ..tasks import signed_score
 from ..training.finish import gate_kept_model
 from ..training.loop import run_training
-from .common import copy_folder, resume_point
+from .common import copy_folder, interrupted_in, resume_point
+from .search_folder import (SpaceRecorder, anchored, as_recorded, check_scored_on, check_space, clear_search,
+                            folder_attrs, own_journal, resumption, same_place, scored_on, trial_folder)
 
 log = logging.getLogger("tuneloop")
 PRUNE_RESOLUTION = 20          # evaluations are reported at epoch × 20 (0.05-epoch steps): trials of other batch
@@ -59,6 +61,7 @@ class SearchOptions:
 # not one run's (a trial is one run)
 SCORED_ON = ("task", "data_dir", "train_file", "validation_file", "test_file", "text_columns", "label_column",
              "problem_type", "label_separator", "validation_split", "split_seed", "max_eval_samples", "soft_targets")
+RANKED_BY = ("metric_for_best",)          # and what they are ranked by: both the same for every trial of a study
 SET_PER_TRIAL = ("output_dir", "resume", "overwrite", "chosen")
 SPEC_KEYS = ("low", "high", "log", "choices")
 
@@ -157,7 +160,7 @@ def open_study(out: Path, options: SearchOptions, seed: int):
 
     if options.pruner not in PRUNERS:
         raise ConfigError(f"--pruner: unknown value {options.pruner!r}; choose one of {', '.join(PRUNERS)}")
-    if options.storage:
+    if options.storage and not own_journal(out, options.storage):
         storage = options.storage
     else:
         from optuna.storages.journal import JournalFileBackend
@@ -183,7 +186,7 @@ def open_study(out: Path, options: SearchOptions, seed: int):
     return study
 
 
-def requeue_interrupted(study) -> int:
+def requeue_interrupted(study, out: Path) -> int:
     """Trials interrupted on this machine — left RUNNING by a killed worker, or failed by SIGINT/SIGTERM (which
     saved a checkpoint) — are queued again with the same parameters and folder, so that the new trial resumes from
     the old one's checkpoint; a killed worker's trial is marked failed first. Returns how many."""
@@ -191,19 +194,19 @@ def requeue_interrupted(study) -> int:
 
     host, count = socket.gethostname(), 0
     trials = study.get_trials(deepcopy=False)
-    queued = {t.user_attrs.get("resumes") for t in trials if t.user_attrs.get("resumes")
-              and t.state in (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)}
+    queued = [trial_folder(out, t.user_attrs, resumed=True) for t in trials
+              if t.state in (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)]
     for trial in trials:
-        attrs = trial.user_attrs
+        attrs, folder = trial.user_attrs, trial_folder(out, trial.user_attrs)
         killed = trial.state == TrialState.RUNNING and attrs.get("host") == host and not _alive(attrs.get("pid"))
         stopped = trial.state == TrialState.FAIL and attrs.get("interrupted")
-        if not (killed or stopped) or attrs.get("folder") in queued:
+        if not (killed or stopped) or folder is None or any(same_place(folder, q) for q in queued):
             continue
         if killed:
             study.tell(trial.number, state=TrialState.FAIL)
-        study.enqueue_trial(trial.params, user_attrs={"resumes": attrs.get("folder")}, skip_if_exists=False)
-        queued.add(attrs.get("folder"))
-        log.info(f"trial {trial.number} was interrupted; it will resume from {attrs.get('folder')}")
+        study.enqueue_trial(trial.params, user_attrs=resumption(attrs), skip_if_exists=False)
+        queued.append(folder)
+        log.info(f"trial {trial.number} was interrupted; it will resume from {folder}")
         count += 1
     return count
 
@@ -230,14 +233,18 @@ class Objective:
         import optuna
 
         params = suggest(trial, self.space)
-        folder = trial.user_attrs.get("resumes") or str(self.out / TRIALS_DIR / f"trial-{trial.number:03d}")
-        resume = resume_point(Path(folder))
-        trial.set_user_attr("folder", folder)
-        trial.set_user_attr("host", socket.gethostname())
-        trial.set_user_attr("pid", os.getpid())
+        place = (trial_folder(self.out, trial.user_attrs, resumed=True)
+                 or self.out / TRIALS_DIR / f"trial-{trial.number:03d}")
+        resume = resume_point(place)
+        for key, value in {**folder_attrs(self.out, place), "host": socket.gethostname(), "pid": os.getpid(),
+                           "scored_on": scored_on(self.base, scored_names(self.space))}.items():
+            trial.set_user_attr(key, value)
+        folder = trial.user_attrs["folder"]
         chosen = sorted({*(self.base.chosen or ()), *params})     # the trial's values are not small-data's to change
-        config = self.base.replace(**params, chosen=chosen, output_dir=folder, resume=resume, overwrite=True,
-                                   save_every=self.base.save_every or "epoch", keep_last=1)
+        config = anchored(self.base.replace(**params, chosen=chosen, output_dir=folder, resume=resume,
+                                            overwrite=True, save_every=self.base.save_every or "epoch", keep_last=1))
+        if resume:                               # an older trial's relative paths, as its checkpoint has them
+            config = config.replace(**as_recorded(Path(folder), config))
         if config.method == "auto":        # a search tunes the training loop: its trials fine-tune (training/choose.py)
             config = config.replace(method="finetune")
         def report(state):
@@ -255,9 +262,9 @@ class Objective:
         log.info(f"trial {trial.number}: {json.dumps(params)} → {folder}")
         try:
             results = run_training(config.validate(), report)
-        except Interrupted:                                # a checkpoint was saved: --resume continues the trial
+        except Interrupted as stopped:                     # a checkpoint was saved: --resume continues the trial
             trial.set_user_attr("interrupted", True)
-            raise
+            raise interrupted_in(Path(folder), stopped, "search", self.out) from None
         best = results["best"]
         trial.set_user_attr("metric", best["metric"])
         trial.set_user_attr("value", best["value"])
@@ -283,12 +290,15 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
         raise ConfigError(f"--output-dir {out}: already holds a search; pass --resume to continue it, or choose a "
                           "new folder")
-    if options.resume and not options.storage and not (out / STUDY_JOURNAL).is_file():    # a typo in the folder
+    own = not options.storage or own_journal(out, options.storage)
+    if options.resume and own and not (out / STUDY_JOURNAL).is_file():    # a typo in the folder
         raise ConfigError(f"--resume: {out} holds no search to continue; leave out --resume to start one")
+    if config.overwrite and not options.resume:              # a new search: the earlier one's files go first
+        clear_search(out, options.storage, options.study)
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)     # for the search: the caller's level is given back
     try:
-        return run_trials(config, options, out, space, on_step)
+        return run_trials(config, options, Path(os.path.abspath(out)), space, on_step)
     finally:
         optuna.logging.set_verbosity(before)
 
@@ -299,16 +309,18 @@ def run_trials(config: TrainConfig, options: SearchOptions, out: Path, space: di
     from optuna.trial import TrialState
 
     study = open_study(out, options, config.seed)
+    base = config.replace(resume=None, precision_gate="off")
+    if options.resume and not study.get_trials(deepcopy=False):
+        where = "--storage" if options.storage else str(out)
+        raise ConfigError(f"--resume: the study {options.study!r} in {where} has no trials to continue (--study "
+                          "names another?); leave out --resume to start it")
+    check_earlier_trials(study, out, base, space, options)
     if options.resume:
-        if not study.get_trials(deepcopy=False):
-            where = "--storage" if options.storage else str(out)
-            raise ConfigError(f"--resume: the study {options.study!r} in {where} has no trials to continue (--study "
-                              "names another?); leave out --resume to start it")
-        requeue_interrupted(study)
+        requeue_interrupted(study, out)
     finished = (TrialState.COMPLETE, TrialState.PRUNED)
     done = len(study.get_trials(deepcopy=False, states=finished))
     if done < options.trials:
-        study.optimize(Objective(config.replace(resume=None, precision_gate="off"), out, space, on_step),
+        study.optimize(Objective(base, out, space, on_step),
                        n_trials=None, callbacks=[MaxTrialsCallback(options.trials, states=finished)], catch=(),
                        gc_after_trial=True)                  # no trial is gated: OUT/best is, once, below
     summary = finish(study, out, space, options)
@@ -319,6 +331,26 @@ def run_trials(config: TrainConfig, options: SearchOptions, out: Path, space: di
     return summary
 
 
+def scored_names(space: dict) -> tuple[str, ...]:
+    """The options every trial of a study must share: what they are scored on and ranked by (the space's aside;
+    --test-file only gets predictions)."""
+    return tuple(name for name in (*SCORED_ON, *RANKED_BY) if name not in space and name != "test_file")
+
+
+def check_earlier_trials(study, out: Path, base: TrainConfig, space: dict, options: SearchOptions) -> None:
+    """A study that has trials (a --resume, or a worker joining) is continued only with the space they were sampled
+    from and the data they were scored on: anything else is refused in one line naming the option."""
+    if not study.get_trials(deepcopy=False):
+        return
+    shared = options.storage and not own_journal(out, options.storage)
+    start_over = ("name a new --study (and --output-dir)" if shared else
+                  "pass --overwrite to start a new search there, or choose another --output-dir")
+    recorder = SpaceRecorder()
+    suggest(recorder, space)
+    check_space(study, recorder.distributions, f"--space {options.space}", start_over)
+    check_scored_on(study, out, scored_on(base, scored_names(space)), start_over)
+
+
 def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
     """OUT/best/ (the best trial's best checkpoint and config.yaml), OUT/search.json and OUT/search.html."""
     from optuna.trial import TrialState
@@ -327,7 +359,7 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
     trials = [{"number": t.number, "state": t.state.name.lower(), "params": t.params,
                "value": t.user_attrs.get("value"), "metric": t.user_attrs.get("metric"),
                "best_step": t.user_attrs.get("best_step"), "pruned_at_epoch": t.user_attrs.get("pruned_at_epoch"),
-               "folder": t.user_attrs.get("folder"),
+               "folder": str(trial_folder(out, t.user_attrs) or "") or None,
                "seconds": round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
                if t.datetime_complete and t.datetime_start else None} for t in study.get_trials(deepcopy=False)]
     summary = {"study": study.study_name, "storage": options.storage or str(out / STUDY_JOURNAL),
@@ -336,7 +368,7 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
                "pruned": sum(t["state"] == "pruned" for t in trials)}
     if complete:
         best = study.best_trial
-        folder = Path(best.user_attrs["folder"])
+        folder = trial_folder(out, best.user_attrs)
         summary["best"] = {"number": best.number, "params": best.params, "metric": best.user_attrs["metric"],
                            "value": best.user_attrs["value"], "step": best.user_attrs.get("best_step"),
                            "folder": str(folder)}
@@ -344,8 +376,8 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
             copy_folder(folder / BEST_DIR, out / BEST_DIR, extra=(folder / CONFIG_FILE,))
             summary["best"]["model"] = str(out / BEST_DIR)
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-            other = Path(t.user_attrs.get("folder", ""))     # other trials' models: no longer needed
-            if t.number != best.number and other.is_dir() and other.parent == out / TRIALS_DIR:
+            other = trial_folder(out, t.user_attrs)           # other trials' models: no longer needed
+            if t.number != best.number and other and other.is_dir() and same_place(other.parent, out / TRIALS_DIR):
                 _drop(other, BEST_DIR, MODEL_DIR, CHECKPOINTS_DIR)
     atomic_write_json(out / SEARCH_FILE, summary)
     from ..report.search_page import write_search_page
