@@ -148,13 +148,14 @@ def evaluated_text(clf, config, given) -> list[str] | None:
     available = None if given or config.data_dir else columns_of(config.validation_file)
     if available is None:
         return None if given else clf.text_columns or None
-    found = detect_columns(str(config.validation_file), available, None, None, need_label=False).text \
-        if None in (own := [named(available, c) for c in clf.text_columns]) or not own else own
+    found = [named(available, c) for c in clf.text_columns]              # in the data's letter case
+    if not found or None in found:
+        found = list(detect_columns(str(config.validation_file), available, None, None, need_label=False).text)
     if clf.text_columns and len(found) != len(clf.text_columns):
         raise DataError(f"{config.validation_file}: the model reads {len(clf.text_columns)} text column(s) "
                         f"({', '.join(clf.text_columns)}) but the data has {', '.join(available)}; name them with "
                         "--text-columns")
-    return list(found)
+    return found
 
 
 def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,
