@@ -253,6 +253,13 @@ def test_evaluating_a_floor_rule_reports_the_precision_and_recall_of_its_decisio
     assert out["precision"] == pytest.approx(precision_score(labels, predicted))
     f1_rule, _ = fit_decision(logits, labels, SINGLE, options(decision="threshold", calibrate="none"))
     assert "recall" not in decided_metrics(f1_rule, ["accuracy"], logits, labels)     # only for a floor
+    # --positive-label: F1 of that class, as the precision and recall beside it (was class 1's)
+    negative = DecisionRule(kind=SINGLE, thresholds=[0.5], positive=0, objective="recall@0.7", confidence=0.9)
+    out = decided_metrics(negative, ["f1"], logits, labels)
+    predicted = negative.predictions(logits)
+    assert out["f1"] == pytest.approx(f1_score(labels, predicted, pos_label=0))
+    assert out["recall"] == pytest.approx(recall_score(labels, predicted, pos_label=0))
+    assert out["f1"] != pytest.approx(f1_score(labels, predicted))
 
 
 def noisy_scores(n, rng):

@@ -87,6 +87,64 @@ def test_the_gate_passes_and_fails_on_the_metric_and_on_decision_agreement():
         == "warn"
 
 
+def test_the_gate_fails_scores_a_route_cannot_hold_and_a_regressions_squared_error_rising():
+    """fp16 past 65,504 gives inf and a NaN Pearson, whose NaN drop passed every limit; a bf16 head over prices of
+    40,000 answers in steps of 256 — Pearson barely moves, the squared error does."""
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.objective import objective_for
+
+    regression = objective_for(LabelSchema("regression", []))
+    rng = np.random.default_rng(0)
+    scores = (40_000 + 2_000 * rng.normal(size=(220, 1))).astype(np.float32)
+    ref = {"metrics": {"pearson": 0.90, "mse": 400_000.0}, "logits": scores}
+    held = routes.compare(ref, {"metrics": {"pearson": 0.90, "mse": 400_100.0}, "logits": scores + 1}, "pearson",
+                          regression)
+    assert held["verdict"] == "pass" and held["mse_rise_percent"] == pytest.approx(0.025)
+    assert "decision_agreement" not in held and "min_decision_agreement" not in held
+    overflowed = np.full_like(scores, np.inf)
+    broken = routes.compare(ref, {"metrics": {"pearson": float("nan"), "mse": float("inf")}, "logits": overflowed},
+                            "pearson", regression, min_agreement=0.99)
+    assert broken["verdict"] == "fail" and broken["non_finite"] and "min_decision_agreement" not in broken
+    stepped = np.round(scores / 256) * 256 + 68
+    coarse = routes.compare(ref, {"metrics": {"pearson": 0.901, "mse": 412_000.0}, "logits": stepped}, "pearson",
+                            regression)
+    assert coarse["verdict"] == "fail" and coarse["drop_points"] < 0 and coarse["mse_rise_percent"] == 3.0
+    classes = objective_for(LabelSchema("single_label_classification", ["no", "yes"]))
+    logits = rng.normal(size=(200, 2)).astype(np.float32)
+    nan_metric = routes.compare({"metrics": {"f1": 0.8}, "logits": logits},
+                                {"metrics": {"f1": float("nan")}, "logits": logits}, "f1", classes)
+    assert nan_metric["verdict"] == "fail" and nan_metric["non_finite"]
+
+
+def test_the_export_reports_how_many_decisions_are_the_same_not_argmax_for_label_sets_or_scores():
+    """A multi-label export's "same predictions" compared the argmax of its label columns (100% where 3% of the
+    label sets differed); a regression's compared argmax over one column (always 100%)."""
+    from types import SimpleNamespace
+
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.deploy.export import gate
+    from tuneloop.objective import objective_for
+
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(100, 3)).astype(np.float32) * 3
+    changed = logits.copy()
+    changed[:, 2] = np.where(np.arange(100) < 5, -logits[:, 2], logits[:, 2])   # 5 rows' third label flips
+    labels = (rng.random((100, 3)) > 0.5).astype(np.float32)
+
+    def evaluated(x, metric):
+        return SimpleNamespace(outputs={"validation": (x, labels)}, main_split={"f1_micro": metric})
+
+    multi = objective_for(LabelSchema("multi_label_classification", ["a", "b", "c"], ","))
+    report = gate(evaluated(logits, 0.7), evaluated(changed, 0.7), "f1_micro", None, multi)
+    flipped = np.mean(np.sign(logits[:5, 2]) != 0)                              # each of the 5 changes sign
+    assert report["prediction_agreement"] == pytest.approx(1 - 0.05 * flipped)
+    scores = rng.normal(size=(100, 1)).astype(np.float32)
+    regression = SimpleNamespace(outputs={"validation": (scores, scores[:, 0])}, main_split={"pearson": 1.0,
+                                                                                         "mse": 0.1})
+    report = gate(regression, regression, "pearson", None, objective_for(LabelSchema("regression", [])))
+    assert report["prediction_agreement"] is None and report["verdict"] == "pass"
+
+
 def test_the_route_kept_is_the_fastest_passing_one_or_the_onnx_copy_close_to_it():
     def checks(**speedups):
         return {r: {"verdict": "fail" if s < 0 else "pass", "speedup": abs(s)} for r, s in speedups.items()}

@@ -267,8 +267,11 @@ def cmd_export(ns) -> int:
     print(f"exported {report['format']} ({report['quantize']}, {report['size_mb']} MB) to {ns.output}")
     print(f"gate on {g['rows']} {g['split']} rows: {main} {g['exported'][main]:.4f} exported, "
           f"{g['pytorch'][main]:.4f} PyTorch (drop {g['drop_points']:.2f} points, allowed "
-          f"{g['allowed_drop_points']:g}); largest logit difference {g['max_logit_difference']:.2e}; "
-          f"{g['prediction_agreement']:.2%} same predictions: {g['verdict']}")
+          f"{g['allowed_drop_points']:g}); " + (
+              f"largest logit difference {g['max_logit_difference']:.2e}; {g['prediction_agreement']:.2%} same "
+              "predictions" if g.get("prediction_agreement") is not None else
+              f"largest score difference {g['max_logit_difference']:.3g}, squared error "
+              f"{g.get('mse_rise_percent') or 0:+.2f}%") + f": {g['verdict']}")
     return 0
 
 

@@ -249,7 +249,8 @@ def decided_metrics(rule: DecisionRule, names, logits: np.ndarray, labels: np.nd
 
     problem = rule.problem
     probs = rule.probabilities(logits)
-    out = compute(names, rule.decision_logits(logits), labels, problem)
+    # F1 of the rule's positive class (--positive-label), as the precision and recall beside it
+    out = compute(names, rule.decision_logits(logits), labels, problem, rule.positive)
     out.update(loss=nll(probs, labels, problem), ece=ece(probs, labels, problem), num_samples=len(labels))
     if rule.thresholds and floor_of(rule.objective):
         decided = problem.decision_metrics(rule.predictions(logits), labels, rule.positive)

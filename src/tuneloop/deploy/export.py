@@ -17,7 +17,6 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 
 from .. import extras
 from ..atomic import atomic_folder, check_place
@@ -48,8 +47,9 @@ def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) 
     ours = {"metrics": torch_eval.main_split, "logits": torch_eval.outputs[split][0]}
     theirs = {"metrics": onnx_eval.main_split, "logits": onnx_eval.outputs[split][0]}
     checked = compare(ours, theirs, main, objective, None, allow_drop)
+    # the raw decisions' agreement (multi-label: the whole label set); regression has none (None)
     return {"split": split, "pytorch": ours["metrics"], "exported": theirs["metrics"], **checked,
-            "prediction_agreement": float(np.mean(ours["logits"].argmax(-1) == theirs["logits"].argmax(-1)))}
+            "prediction_agreement": checked.get("decision_agreement")}
 
 
 def check_target(target: Path, folder: Path, overwrite: bool) -> None:

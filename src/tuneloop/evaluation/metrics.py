@@ -8,7 +8,8 @@ import torch
 from ..objective import Objective
 
 
-def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective) -> dict:
+def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective, positive: int = 1) -> dict:
+    """`positive`: the class "f1" is of (GLUE's class 1; a decision rule's --positive-label)."""
     from scipy.stats import pearsonr, spearmanr
     from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
@@ -18,7 +19,7 @@ def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective)
         if name == "accuracy":
             out[name] = accuracy_score(labels, preds)
         elif name == "f1":
-            out[name] = f1_score(labels, preds, zero_division=0.0)
+            out[name] = f1_score(labels, preds, pos_label=positive, zero_division=0.0)
         elif name == "f1_macro":
             out[name] = f1_score(labels, preds, average="macro", zero_division=0.0)
         elif name == "f1_micro":

@@ -143,9 +143,22 @@ def compare(reference: dict, candidate: dict, main: str, objective, rule=None, a
         out.update(decision_agreement=round(float(same.mean()), 6),
                    max_probability_difference=round(float(np.abs(probs(a) - probs(b)).max()), 6))
     agree_ok = min_agreement is None or da is None or out["decision_agreement"] >= min_agreement
-    if min_agreement is not None:
+    if min_agreement is not None and da is not None:
         out["min_decision_agreement"] = min_agreement
-    out["verdict"] = "fail" if drop > limit or not agree_ok else "warn" if drop > DEFAULT_DROP else "pass"
+    # scores the candidate cannot hold (fp16 past 65,504: inf, a NaN metric whose drop no limit catches) fail
+    finite = bool(np.isfinite(b).all()) and np.isfinite(drop)
+    if not finite:
+        out["non_finite"] = True
+    rise_ok = True
+    if da is None and "mse" in reference["metrics"] and "mse" in candidate["metrics"]:
+        # regression: Pearson is blind to a shift or a coarser grid of scores (a bf16 head over targets of 40,000
+        # steps by 256); the squared error, in the targets' units, may not rise by more than the limit in percent
+        before, after = reference["metrics"]["mse"], candidate["metrics"]["mse"]
+        rise = (after - before) / before * 100 if before > 0 else 0.0
+        out["mse_rise_percent"] = round(rise, 4) if np.isfinite(rise) else None
+        rise_ok = bool(np.isfinite(rise)) and rise <= limit
+    failed = drop > limit or not agree_ok or not finite or not rise_ok
+    out["verdict"] = "fail" if failed else "warn" if drop > DEFAULT_DROP else "pass"
     return out
 
 
