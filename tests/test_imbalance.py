@@ -156,3 +156,31 @@ def test_weighting_helps_the_rare_class_on_toy_data(tiny_model, tmp_path):
                                        **extra))
         recall[name] = r["per_class"]["validation"]["1"]["recall"]
     assert recall["plain"] < 0.3 and recall["weighted"] >= 0.7
+
+
+def test_the_fitted_head_of_setfit_and_the_probe_weighs_classes_as_fine_tuning_does():
+    """--class-weights (and --sampler balanced, standing for balanced weights) reached only the fine-tuning loss: a
+    probe or SetFit head on 1-in-6 data came out the same with them as without."""
+    from sklearn.linear_model import LogisticRegression
+
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.objective import objective_for
+    from tuneloop.training.head_fit import fit_head
+
+    rng = np.random.default_rng(0)
+    labels = np.array([0] * 50 + [1] * 10)
+    features = rng.normal(size=(60, 6)) + labels[:, None] * 0.4
+    schema = LabelSchema("single_label_classification", ["common", "rare"])
+    plain = objective_for(schema)
+    weights = plain.balanced_weights(labels)
+    weighted = fit_head(features, labels, objective_for(schema, weights), True, 0)
+    reference = LogisticRegression(max_iter=1000, random_state=0, class_weight={0: weights[0], 1: weights[1]})
+    reference.fit(features, labels)
+    assert np.allclose(weighted["weight"][1], reference.coef_[0] / 2)
+    assert not np.allclose(weighted["weight"], fit_head(features, labels, plain, True, 0)["weight"])
+    multi = LabelSchema("multi_label_classification", ["x", "y"], ",")
+    sets = np.stack([labels, 1 - labels], axis=1).astype(np.float32)
+    pos = objective_for(multi).balanced_weights(sets)
+    fitted = fit_head(features, sets, objective_for(multi, pos), True, 0)
+    first = LogisticRegression(max_iter=1000, random_state=0, class_weight={0: 1.0, 1: pos[0]}).fit(features, labels)
+    assert np.allclose(fitted["weight"][0], first.coef_[0])

@@ -230,6 +230,18 @@ def rows_of(ds, indices) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------------ the two steps
+def head_objective(run, labels):
+    """What the fitted head weighs its rows by: the run's class weights (--class-weights, in its objective); with
+    --sampler balanced, which draws no batches here, the balanced weights it stands for (said)."""
+    if run.config.sampler != "balanced" or run.objective.weights is not None:
+        return run.objective
+    from ..objective import objective_for
+
+    log.info("--sampler balanced: the head is fitted on every row once (no batches are drawn), so it weighs the "
+             "classes as balanced instead")
+    return objective_for(run.data.labels, run.objective.balanced_weights(labels))
+
+
 def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section (the probe also sets
     run.out_of_fold, for finish.py). `stop()`: the signal any process received (signals.py), after each pair step."""
@@ -245,9 +257,10 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
             {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size, "lr": 0.0,
              "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
-    fitted = fit_head(features, labels, run.objective, head.bias is not None, cfg.seed)
+    objective = head_objective(run, labels)
+    fitted = fit_head(features, labels, objective, head.bias is not None, cfg.seed)
     if cfg.method == "probe":                 # the frozen body: a head's folds score rows as the saved model would
-        run.out_of_fold = out_of_fold(features, labels, run.objective, head.bias is not None, cfg.seed)
+        run.out_of_fold = out_of_fold(features, labels, objective, head.bias is not None, cfg.seed)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
         if head.bias is not None:

@@ -58,9 +58,13 @@ def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: boo
     started, num_labels = time.perf_counter(), objective.num_labels
     weight = np.zeros((num_labels, features.shape[1]))
     bias = np.full(num_labels, -ABSENT)
+    # the objective's class weights (--class-weights; --sampler balanced: contrastive.head_objective) weigh the
+    # rows as they weigh the fine-tuning loss: per class, or per label's positives (pos_weight)
+    weights = None if objective.weights is None else objective.weights.detach().cpu().numpy().astype(float)
 
-    def regression(y):
-        return LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=seed).fit(features, y)
+    def regression(y, class_weight=None):
+        return LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=seed,
+                                  class_weight=class_weight).fit(features, y)
 
     if objective.multi_label:                        # one regression per label, not one over the classes
         probabilities = np.zeros((len(features), num_labels))
@@ -69,12 +73,12 @@ def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: boo
             if y.min() == y.max():                   # every row (or none) has this label: a constant
                 bias[j], probabilities[:, j] = (ABSENT, 1.0) if y[0] else (-ABSENT, 0.0)
                 continue
-            lr = regression(y)
+            lr = regression(y, None if weights is None else {0: 1.0, 1: float(weights[j])})
             weight[j], bias[j] = lr.coef_[0], lr.intercept_[0] if with_bias else 0.0
             probabilities[:, j] = lr.predict_proba(features)[:, 1]
         accuracy = float(np.mean(objective.correct(objective.predicted_from(probabilities), labels)))
     else:
-        lr = regression(labels)
+        lr = regression(labels, None if weights is None else {c: float(weights[c]) for c in np.unique(labels)})
         classes = lr.classes_.astype(int)
         intercept = lr.intercept_ if with_bias else np.zeros(len(lr.coef_))
         if len(classes) == 2:
