@@ -369,3 +369,23 @@ def test_a_test_file_given_is_predicted_unless_the_user_says_not(tmp_path):
     assert resolve_config(machine=False, **files, predict_test=False).predict_test is False
     assert resolve_config(machine=False, train_file=files["train_file"]).predict_test is False
     assert resolve_config(machine=False, task="mrpc").predict_test is False       # a GLUE folder's test: asked for
+
+
+def test_a_constant_schedule_with_a_warmup_warms_up():
+    """transformers' `constant` ignores num_warmup_steps: the small-data rule's 10% warmup (or --warmup-ratio) was
+    recorded and said, and the first step ran at the full rate."""
+    import torch
+
+    from tuneloop.model.optim import build_scheduler
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    scheduler = build_scheduler(optimizer, "constant", 100, 0, 0.1)
+    rates = []
+    for _ in range(20):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert rates[0] == 0.0 and rates[5] == pytest.approx(0.5) and rates[10:] == [1.0] * 10
+    plain = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    build_scheduler(plain, "constant", 100, 0, 0.0)
+    assert plain.param_groups[0]["lr"] == 1.0

@@ -173,6 +173,8 @@ def test_threshold_on_three_classes_and_bad_values_are_refused(tiny_model, tmp_p
     for flags, message in ((["--optimize-threshold-for", "recall@2"], "--optimize-threshold-for"),
                            (["--abstain-below", "1.5"], "--abstain-below: must be a probability"),
                            (["--calibrate", "platt"], "--calibrate: unknown value"),
-                           (["--positive-label", "w"], "--positive-label 'w': not a label of this data (x, y, z)")):
+                           (["--positive-label", "w"], "--positive-label 'w': not a label of this data (x, y, z)"),
+                           (["--abstain-below", "0.9", "--abstain-label", "y"],          # abstaining read as 'y'
+                            "--abstain-label 'y': is a label of this data; give a name no class has")):
         assert main(base + flags) == 2
         assert message in capsys.readouterr().err

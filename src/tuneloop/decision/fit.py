@@ -270,6 +270,9 @@ def check_decision_options(config, labels) -> None:
     if config.positive_label is not None and config.positive_label not in labels.names:
         raise ConfigError(f"--positive-label {config.positive_label!r}: not a label of this data "
                           f"({', '.join(labels.names)})")
+    if config.abstain_below is not None and config.abstain_label in labels.names:   # abstaining would read as it
+        raise ConfigError(f"--abstain-label {config.abstain_label!r}: is a label of this data; give a name no class "
+                          "has (the default: abstain)")
     objective = objective_for(labels)
     if config.decision == "threshold" and objective.classes and not objective.multi_label \
             and labels.num_labels != 2:

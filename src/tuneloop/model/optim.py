@@ -3,6 +3,8 @@ biases and LayerNorm weights, and a transformers schedule with warmup."""
 
 from __future__ import annotations
 
+import logging
+
 
 def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exclude=(), capturable: bool = False):
     """torch AdamW over the model's trainable parameters but those in `exclude`; no decay on biases and LayerNorm
@@ -26,7 +28,13 @@ def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exc
 
 
 def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float):
+    """transformers' schedule `name` with the warmup asked; `constant`, which takes no warmup (transformers ignores
+    it), becomes `constant_with_warmup` when there is one (said)."""
     from transformers import get_scheduler
 
     warmup = warmup_steps or int(round(warmup_ratio * total_steps))
+    if name == "constant" and warmup:
+        logging.getLogger("tuneloop").info(f"--lr-scheduler constant with {warmup} warmup steps: constant_with_warmup "
+                                           "(constant alone ignores a warmup)")
+        name = "constant_with_warmup"
     return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)
