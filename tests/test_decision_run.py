@@ -138,6 +138,18 @@ def test_a_constraint_is_assured_with_the_asked_confidence_and_the_report_says_s
     assert f"With 80% confidence, recall on new rows like these is at least {bound:.3f}" in html
 
 
+def test_a_positive_label_is_the_class_f1_is_of_in_training_and_evaluating(tiny_model, tmp_path):
+    """--positive-label no: the run's F1 (what --metric-for-best f1 and early stopping read) was the other class's,
+    beside the rule's precision and recall of 'no'."""
+    train, dev = write_pairs(tmp_path / "train.csv", 200, 1), write_pairs(tmp_path / "dev.csv", 120, 2)
+    results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=2), train_file=str(train),
+                                         validation_file=str(dev), output_dir=str(tmp_path / "run"),
+                                         decision="threshold", positive_label="no", calibrate="none"))
+    classes = results["per_class"]["validation"]
+    assert results["eval"]["f1"] == pytest.approx(classes["no"]["f1"], abs=1e-4)
+    assert classes["no"]["f1"] != pytest.approx(classes["yes"]["f1"], abs=1e-4)
+
+
 def test_multi_label_gets_one_threshold_per_label(tiny_model, tmp_path):
     rng = random.Random(0)
     with open(tmp_path / "train.csv", "w", newline="") as f:

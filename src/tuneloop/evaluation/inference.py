@@ -108,8 +108,10 @@ class Evaluation:
 
 
 def evaluate(model, loaders: dict, accelerator, metric_names, objective: Objective, quiet: bool = False,
-             pooling: str = "mean") -> Evaluation:
+             pooling: str = "mean", positive: int = 1) -> Evaluation:
+    """Every split of `loaders` through the model; `positive`: the class "f1" is of (--positive-label)."""
     started = time.perf_counter()
-    accumulators = {split: run_inference(model, loader, accelerator, Accumulator(metric_names, objective, pooling),
+    accumulators = {split: run_inference(model, loader, accelerator,
+                                         Accumulator(metric_names, objective, pooling, positive),
                                          f"Evaluating {split}", quiet) for split, loader in loaders.items()}
     return Evaluation.of(accumulators, started)

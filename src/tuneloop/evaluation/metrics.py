@@ -60,8 +60,9 @@ class Accumulator:
     """Like `evaluate`'s add_batch/compute: collect (already gathered) logits, labels and the documents they
     belong to; compute on one row per document (windows pooled, see pool_windows)."""
 
-    def __init__(self, names, objective: Objective, pooling: str = "mean"):
+    def __init__(self, names, objective: Objective, pooling: str = "mean", positive: int = 1):
         self.names, self.objective, self.pooling = tuple(names), objective, pooling
+        self.positive = positive                   # the class "f1" is of (--positive-label; GLUE's class 1)
         self.logits, self.labels, self.docs = [], [], []
         self._pooled = None
 
@@ -94,7 +95,7 @@ class Accumulator:
 
     def compute(self) -> dict:
         logits, labels = self.all_logits, self.all_labels
-        results = compute(self.names, logits, labels, self.objective)
+        results = compute(self.names, logits, labels, self.objective, self.positive)
         results["loss"] = self.objective.eval_loss(logits, labels)
         results["num_samples"] = int(len(labels))
         return results

@@ -85,8 +85,9 @@ class Run:
     def evaluate(self) -> Evaluation:
         """Every validation split, on every process (evaluation/inference.py)."""
         with self.timeline.phase("evaluations"):
+            positive = self.data.labels.names.index(self.config.positive_label) if self.config.positive_label else 1
             return evaluate(self.model, self.loaders.evaluation, self.accelerator, self.metric_names,
-                            self.objective, self.config.quiet, self.config.window_pooling)
+                            self.objective, self.config.quiet, self.config.window_pooling, positive)
 
 
 def setup_output_dir(config: TrainConfig) -> str:
