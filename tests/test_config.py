@@ -389,3 +389,25 @@ def test_a_constant_schedule_with_a_warmup_warms_up():
     plain = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     build_scheduler(plain, "constant", 100, 0, 0.0)
     assert plain.param_groups[0]["lr"] == 1.0
+
+
+def test_options_that_do_nothing_without_another_are_said():
+    """--lora-r without --lora, --window-pooling without --windows, ... were recorded and silently ignored."""
+    from tuneloop.config.idle import idle_options
+    from tuneloop.config.resolve import resolve_config
+
+    said = idle_options(resolve_config(machine=False, lora_r=16, window_pooling="max", abstain_label="unsure",
+                                       optimize_threshold_for="precision@0.8", setfit_lr=1e-4, method="finetune"))
+    assert said == [
+        "--window-pooling 'max' does nothing without --windows; it is recorded as given (leave it out, or add what "
+        "it needs)",
+        "--lora-r 16 does nothing without --lora; it is recorded as given (leave it out, or add what it needs)",
+        "--setfit-lr 0.0001 does nothing without --method setfit; it is recorded as given (leave it out, or add "
+        "what it needs)",
+        "--optimize-threshold-for 'precision@0.8' does nothing without --decision threshold; it is recorded as given "
+        "(leave it out, or add what it needs)",
+        "--abstain-label 'unsure' does nothing without --abstain-below; it is recorded as given (leave it out, or "
+        "add what it needs)"]
+    assert idle_options(resolve_config(machine=False, lora=True, lora_r=16, windows=8, window_pooling="max",
+                                       decision="threshold", optimize_threshold_for="precision@0.8")) == []
+    assert idle_options(resolve_config(machine=False, lora_r=8, window_pooling="mean")) == []      # the defaults
