@@ -60,7 +60,8 @@ def fit_head(features: np.ndarray, labels: np.ndarray, objective, with_bias: boo
     bias = np.full(num_labels, -ABSENT)
     # the objective's class weights (--class-weights; --sampler balanced: contrastive.head_objective) weigh the
     # rows as they weigh the fine-tuning loss: per class, or per label's positives (pos_weight)
-    weights = None if objective.weights is None else objective.weights.detach().cpu().numpy().astype(float)
+    weights = getattr(objective, "weights", None)
+    weights = None if weights is None else weights.detach().cpu().numpy().astype(float)
 
     def regression(y, class_weight=None):
         return LogisticRegression(max_iter=1000, fit_intercept=with_bias, random_state=seed,
