@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 import os
 import random
 import signal
@@ -70,8 +69,7 @@ def test_seeds_give_runs_a_matching_summary_and_collapsed_runs_are_retried(tiny_
     assert "95% interval" in (out / "summary.html").read_text()
 
 
-def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_model, train_csv, tmp_path, capsys,
-                                                                        caplog):
+def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_model, train_csv, tmp_path, capsys):
     out = tmp_path / "cli"
     args = ["train", "--model", tiny_model, "--train-file", str(train_csv), "--output-dir", str(out), "--epochs", "1",
             "--lr", "3e-3", "--quiet", "--mixed-precision", "no", "--num-seeds", "2", "--seed", "5", "--no-report"]
@@ -94,12 +92,13 @@ def test_keep_best_removes_the_other_models_and_cli_prints_mean_and_std(tiny_mod
     shutil.rmtree(out / kept / "model")                      # as an earlier --keep best leaves a run it did not keep
     (out / other / "model").mkdir()
     shutil.copytree(out / "model", out / other / "model", dirs_exist_ok=True)
-    with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        assert main(args + ["--resume"]) == 0                # a FileNotFoundError traceback
+    assert main(args + ["--resume"]) == 0                    # a FileNotFoundError traceback
     summary = json.loads((out / "summary.json").read_text())
     assert summary["kept"] == other and summary["best_run"] == kept
     assert f"{kept} scores best by accuracy, but its model was removed by an earlier --keep best; keeping " \
-           f"{other}'s" in caplog.text
+           f"{other}'s" in capsys.readouterr().err                 # on the console, as a run's own lines
+    assert main([a for a in args if a != "--quiet"] + ["--resume"]) == 0
+    assert "seed-5: finished earlier, read back" in capsys.readouterr().err     # was never shown
     assert main(["inspect", str(out)]) == 2
     assert f"it is an experiment's: its page is {out / 'summary.html'}, each run a folder in it (seed-5, seed-6)" \
         in capsys.readouterr().err

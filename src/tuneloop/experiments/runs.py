@@ -51,7 +51,15 @@ def planned_runs(config: TrainConfig) -> list[tuple[str, dict]]:
 
 
 def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict:
-    """Run every planned run (skipping finished ones on --resume), then summarise into OUT/."""
+    """Run every planned run (skipping finished ones on --resume), then summarise into OUT/; what the experiment
+    says between its runs (a run read back, a collapse retried) on stderr, as each run's own lines."""
+    from ..runtime.process import console_logging
+
+    with console_logging(config.quiet):
+        return _experiment(config, on_step)
+
+
+def _experiment(config: TrainConfig, on_step: Callable | None) -> dict:
     from accelerate import PartialState
 
     if config.dry_run:

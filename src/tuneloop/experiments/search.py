@@ -297,8 +297,11 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
         clear_search(out, options.storage, options.study)
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)     # for the search: the caller's level is given back
+    from ..runtime.process import console_logging
+
     try:
-        return run_trials(config, options, Path(os.path.abspath(out)), space, on_step)
+        with console_logging(config.quiet):              # the search's own lines between trials (a trial resumed)
+            return run_trials(config, options, Path(os.path.abspath(out)), space, on_step)
     finally:
         optuna.logging.set_verbosity(before)
 
