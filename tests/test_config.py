@@ -391,6 +391,21 @@ def test_a_constant_schedule_with_a_warmup_warms_up():
     assert plain.param_groups[0]["lr"] == 1.0
 
 
+def test_a_warmup_longer_than_the_run_is_said(caplog):
+    import logging
+
+    import torch
+
+    from tuneloop.model.optim import build_scheduler
+
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        build_scheduler(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0), "linear", 20, 1000, 0.0)
+        build_scheduler(torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0), "linear", 20, 5, 0.0)
+    assert [r.getMessage() for r in caplog.records] == [
+        "--warmup-steps 1000: the run has 20 optimizer steps, so the learning rate never reaches --lr (it ends at 2% "
+        "of it); give fewer warmup steps or --warmup-ratio"]
+
+
 def test_options_that_do_nothing_without_another_are_said():
     """--lora-r without --lora, --window-pooling without --windows, ... were recorded and silently ignored."""
     from tuneloop.config.idle import idle_options

@@ -33,6 +33,12 @@ def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, w
     from transformers import get_scheduler
 
     warmup = warmup_steps or int(round(warmup_ratio * total_steps))
+    if warmup >= total_steps > 0:                # the rate would never reach --lr
+        logging.getLogger("tuneloop").warning(
+            f"{f'--warmup-steps {warmup}' if warmup_steps else f'--warmup-ratio {warmup_ratio:g}'}: the run has "
+            f"{total_steps} optimizer steps, so the learning rate never reaches "
+            f"--lr (it ends at {min(total_steps, warmup) / warmup:.0%} of it); give fewer warmup steps or "
+            "--warmup-ratio")
     if name == "constant" and warmup:
         logging.getLogger("tuneloop").info(f"--lr-scheduler constant with {warmup} warmup steps: constant_with_warmup "
                                            "(constant alone ignores a warmup)")
