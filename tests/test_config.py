@@ -426,3 +426,7 @@ def test_options_that_do_nothing_without_another_are_said():
     assert idle_options(resolve_config(machine=False, lora=True, lora_r=16, windows=8, window_pooling="max",
                                        decision="threshold", optimize_threshold_for="precision@0.8")) == []
     assert idle_options(resolve_config(machine=False, lora_r=8, window_pooling="mean")) == []      # the defaults
+    assert idle_options(resolve_config(machine=False, method="probe", save_every="5")) == [
+        "--save-every '5' does nothing without a training loop (--method finetune, or --setfit-head end-to-end); it "
+        "is recorded as given (leave it out, or add what it needs)"]
+    assert idle_options(resolve_config(machine=False, method="setfit", setfit_head="end-to-end", save_every="5")) == []

@@ -15,6 +15,9 @@ NEEDS = {
     "optimize_threshold_for": ("--decision threshold", lambda c: c.decision == "threshold"),
     "threshold_confidence": ("--decision threshold", lambda c: c.decision == "threshold"),
     "abstain_label": ("--abstain-below", lambda c: c.abstain_below is not None),
+    # the probe and SetFit's fitted head take no step of the loop: nothing to checkpoint
+    "save_every": ("a training loop (--method finetune, or --setfit-head end-to-end)", lambda c: (
+        c.method not in ("probe", "setfit") or c.method == "setfit" and c.setfit_head != "logistic")),
 }
 
 
