@@ -430,3 +430,11 @@ def test_options_that_do_nothing_without_another_are_said():
         "--save-every '5' does nothing without a training loop (--method finetune, or --setfit-head end-to-end); it "
         "is recorded as given (leave it out, or add what it needs)"]
     assert idle_options(resolve_config(machine=False, method="setfit", setfit_head="end-to-end", save_every="5")) == []
+    from tuneloop.data.labels import LabelSchema
+
+    three = LabelSchema("single_label_classification", ["x", "y", "z"])
+    assert idle_options(resolve_config(machine=False, positive_label="x"), three) == [
+        "--positive-label 'x' does nothing without two classes of single-label data; it is recorded as given (leave "
+        "it out, or add what it needs)"]
+    assert idle_options(resolve_config(machine=False, positive_label="x"),
+                        LabelSchema("single_label_classification", ["x", "y"])) == []

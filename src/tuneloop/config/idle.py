@@ -21,12 +21,17 @@ NEEDS = {
 }
 
 
-def idle_options(config) -> list[str]:
-    """One line per option the user set (config.chosen) that this run's other options leave without effect; an
-    option at its default value is not said (a --config file that spells the default out)."""
+def idle_options(config, labels=None) -> list[str]:
+    """One line per option the user set (config.chosen) that this run's other options (and `labels`, the data's
+    LabelSchema) leave without effect; an option at its default value is not said (a --config file that spells the
+    default out)."""
     defaults = type(config).__dataclass_fields__
+    needs_of = dict(NEEDS)
+    if labels is not None:              # the class F1 and a cut-off are of: binary single-label data only
+        needs_of["positive_label"] = ("two classes of single-label data", lambda c: labels.num_labels == 2 and
+                                      labels.problem_type == "single_label_classification")
     said = []
-    for name, (needs, applies) in NEEDS.items():
+    for name, (needs, applies) in needs_of.items():
         if name in (config.chosen or ()) and getattr(config, name) != defaults[name].default and not applies(config):
             flag = f"--{name.replace('_', '-')}"
             said.append(f"{flag} {getattr(config, name)!r} does nothing without {needs}; it is recorded as given "

@@ -359,7 +359,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     timeline.mark("method choice")
     config = small_data.adapt(config, len(data.train), accelerator.num_processes)
     check_decision_options(config, data.labels)  # e.g. --decision threshold on 3 classes: refused before training
-    for line in idle_options(config):            # e.g. --lora-r without --lora: said, recorded as given
+    for line in idle_options(config, data.labels):   # e.g. --lora-r without --lora: said, recorded as given
         log.warning(line)
     check_setfit(config, data)                   # --method setfit on regression: refused before anything is written
     captured, step_reason = step_choice.decide(     # --captured-step on where it cannot run: refused here
