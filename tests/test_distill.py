@@ -527,3 +527,18 @@ def test_the_labels_only_student_reads_the_given_labels_as_the_teacher_does(tiny
     assert "f1_micro" in d["labels_only"]["metrics"] and "f1_micro" in d["student"]["metrics"]
     with tuneloop.load(tmp_path / "student" / "distill" / "labels_only") as labels_only:
         assert labels_only.problem_type == "multi_label_classification" and labels_only.labels == ["a", "b", "c"]
+
+
+def test_the_reports_section_says_how_near_the_student_is_without_a_share_kept():
+    """A teacher model whose main metric gives no share (`kept` absent: 0, or none): the agreement was not shown."""
+    from types import SimpleNamespace
+
+    from tuneloop.report.sections import distillation_section
+
+    model = {"metrics": {"accuracy": 0.0}, "rows_per_s": 100.0, "parameters": 10}
+    d = {"rows": 4, "validation_file": "dev.csv", "cpu": "x", "main_metric": "accuracy", "teacher": model,
+         "student": {**model, "rows_per_s": 250.0}, "student_vs_teacher": {"agreement": 0.75}, "speedup": 2.5}
+    shown = "".join(distillation_section(SimpleNamespace(results={"distillation": d})))
+    assert "The student runs at 2.50× the teacher's rows/s, and answers as the teacher on 75.0% of the rows." in shown
+    kept = "".join(distillation_section(SimpleNamespace(results={"distillation": {**d, "kept": 0.9}})))
+    assert "The student keeps 90.0% of the teacher's accuracy at 2.50× its rows/s" in kept

@@ -98,10 +98,11 @@ def distillation_section(run: Run) -> list[str]:
     parts += [f"<p>On the {d['rows']} rows of <code>{_esc(d['validation_file'])}</code>, each model under its own "
               f"decision rule; rows/s: one pass over them in one process on {_esc(d.get('cpu'))}.</p>",
               _table(rows, header=("model", main, "rows/s", "parameters"))]
-    if "kept" in d:
-        agree = d["student_vs_teacher"]
+    agree = d.get("student_vs_teacher")
+    if agree is not None:               # a teacher model was measured (its metric may give no share: `kept`)
         said = f"answers as the teacher on {agree['agreement']:.1%} of the rows" if "agreement" in agree else \
             f"scores {agree['mean_abs_difference']:.4g} from the teacher's on average"
-        parts.append(f"<p>The student keeps {d['kept']:.1%} of the teacher's {_esc(main)} at {d['speedup']:.2f}× its "
-                     f"rows/s, and {_esc(said)}.</p>")
+        keeps = f"keeps {d['kept']:.1%} of the teacher's {_esc(main)} at {d['speedup']:.2f}× its rows/s" \
+            if "kept" in d else f"runs at {d['speedup']:.2f}× the teacher's rows/s"
+        parts.append(f"<p>The student {keeps}, and {_esc(said)}.</p>")
     return parts
