@@ -270,8 +270,8 @@ def cmd_export(ns) -> int:
           f"{g['allowed_drop_points']:g}); " + (
               f"largest logit difference {g['max_logit_difference']:.2e}; {g['prediction_agreement']:.2%} same "
               "predictions" if g.get("prediction_agreement") is not None else
-              f"largest score difference {g['max_logit_difference']:.3g}, squared error "
-              f"{g.get('mse_rise_percent') or 0:+.2f}%") + f": {g['verdict']}")
+              f"largest score difference {g['max_logit_difference']:.3g}, R² against PyTorch's scores "
+              f"{g.get('score_agreement', float('nan')):.4f}") + f": {g['verdict']}")
     return 0
 
 

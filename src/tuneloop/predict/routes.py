@@ -149,15 +149,17 @@ def compare(reference: dict, candidate: dict, main: str, objective, rule=None, a
     finite = bool(np.isfinite(b).all()) and np.isfinite(drop)
     if not finite:
         out["non_finite"] = True
-    rise_ok = True
-    if da is None and "mse" in reference["metrics"] and "mse" in candidate["metrics"]:
-        # regression: Pearson is blind to a shift or a coarser grid of scores (a bf16 head over targets of 40,000
-        # steps by 256); the squared error, in the targets' units, may not rise by more than the limit in percent
-        before, after = reference["metrics"]["mse"], candidate["metrics"]["mse"]
-        rise = (after - before) / before * 100 if before > 0 else 0.0
-        out["mse_rise_percent"] = round(rise, 4) if np.isfinite(rise) else None
-        rise_ok = bool(np.isfinite(rise)) and rise <= limit
-    failed = drop > limit or not agree_ok or not finite or not rise_ok
+    scores_ok = True
+    if da is None and len(a):
+        # regression: Pearson is blind to a shift of the scores; the share of fp32's variance the route's scores
+        # keep (R² against fp32's) stands for the decisions' agreement, with the same floor where one is asked
+        spread = float(np.var(a))
+        kept = 1 - float(np.mean((b - a) ** 2)) / spread if spread > 0 and finite else (1.0 if finite else 0.0)
+        out["score_agreement"] = round(kept, 6)
+        if min_agreement is not None:
+            out["min_score_agreement"] = min_agreement
+            scores_ok = kept >= min_agreement
+    failed = drop > limit or not agree_ok or not finite or not scores_ok
     out["verdict"] = "fail" if failed else "warn" if drop > DEFAULT_DROP else "pass"
     return out
 
@@ -246,8 +248,9 @@ def gate(clf, batch_size: int, stop=None, tables=None, limit: int | None = None)
             "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
             "timed_rows": len(timed), "batch_size": batch_size,
             "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
-            "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, decisions agree on at least "
-                    f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
+            "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, "
+                    + ("decisions agree on at least " if clf.objective.classes else "its scores keep (R² against "
+                       "fp32's) at least ") + f"{MIN_AGREEMENT:.0%} of rows and rows/s is at least {MIN_GAIN}x fp32",
             **({"cpu_flags": flags} if device == "cpu" else {})}
 
 
@@ -297,6 +300,7 @@ def describe(record: dict) -> str:
         return f"fp32 kept ({others or 'no faster route on this device'}); --precision auto stays exact"
     c = checks[route]
     agree = f"decisions agree on {c['decision_agreement']:.1%} of {c['rows']} validation rows, " \
-        if "decision_agreement" in c else ""
+        if "decision_agreement" in c else f"R² {c['score_agreement']:.4f} against fp32's scores on {c['rows']} " \
+        "validation rows, " if "score_agreement" in c else ""
     return (f"{route} kept: {agree}{record['main_metric']} drop {c['drop_points']:.2f} points, {c['speedup']:.2f}x "
             f"fp32's rows/s{f' ({others})' if others else ''}; --precision auto takes it")
