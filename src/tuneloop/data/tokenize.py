@@ -65,9 +65,9 @@ class Tokenize:
         (LONG_ROW_CHARS); a slow tokenizer, without encodings to cut, truncates as ever."""
         if not getattr(self.tokenizer, "is_fast", False):
             return False
-        limit = LONG_ROW_CHARS * self.policy.max_length
-        return any(len(a) + (len(b) if second is not None else 0) > limit
-                   for a, b in zip(first, second if second is not None else first, strict=True))
+        lengths = [len(a) for a in first] if second is None else \
+            [len(a) + len(b) for a, b in zip(first, second, strict=True)]
+        return max(lengths, default=0) > LONG_ROW_CHARS * self.policy.max_length
 
     def _cut(self, batch, second, labels):
         full = self.tokenizer(batch["text_a"], second, truncation=False, return_attention_mask=False)

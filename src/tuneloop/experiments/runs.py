@@ -120,18 +120,14 @@ def _check_made_alike(folder: Path, config: TrainConfig) -> None:
     not."""
     from ..config.options import read_yaml_options
     from ..training.checkpoint import incompatible_changes
-    from ..training.small_data import DECIDES as SMALL_DATA_DECIDES
 
-    saved = read_yaml_options(folder / CONFIG_FILE, flag="--resume") if (folder / CONFIG_FILE).is_file() else None
-    if saved is None:
+    if not (folder / CONFIG_FILE).is_file():
         return
+    saved = read_yaml_options(folder / CONFIG_FILE, flag="--resume")
     current = {k: v for k, v in config.to_dict().items() if k not in ("keep", "retry_collapsed")}
-    # and the ones the user set among those --small-data auto decides (the rest are decided as the run was)
-    decided = set(SMALL_DATA_DECIDES) & set(config.chosen or ()) if current.get("small_data") == "auto" else set()
     changes = incompatible_changes(saved, current) + [
         f"--{k.replace('_', '-')} {saved.get(k)!r} → {current.get(k)!r}"
-        for k in ("validation_file", "max_eval_samples", *sorted(decided))
-        if k in saved and saved.get(k) != current.get(k)]
+        for k in ("validation_file", "max_eval_samples") if k in saved and saved.get(k) != current.get(k)]
     if changes:
         raise ConfigError(f"--resume: {folder.name} finished with other settings ({'; '.join(changes)}); resume "
                           f"with the same settings, or start the experiment in a new --output-dir")
@@ -177,10 +173,12 @@ def summarise(config: TrainConfig, runs: list[dict]) -> dict:
         value = r["results"]["eval"].get(metric, r["results"]["eval"].get(main))
         return signed_score(metric, value)
 
+    def has_model(r):
+        return (Path(config.output_dir) / r["name"] / MODEL_DIR).is_dir()
+
     best = kept = max(best_of, key=score)
-    if not (Path(config.output_dir) / best["name"] / MODEL_DIR).is_dir():    # an earlier pass's --keep best
-        with_model = [r for r in best_of if (Path(config.output_dir) / r["name"] / MODEL_DIR).is_dir()] or [
-            r for r in counted if (Path(config.output_dir) / r["name"] / MODEL_DIR).is_dir()]
+    if not has_model(best):                     # an earlier pass's --keep best removed it
+        with_model = [r for r in best_of if has_model(r)] or [r for r in counted if has_model(r)]
         if not with_model:
             raise ConfigError(f"{config.output_dir}: no run of the experiment still has its {MODEL_DIR}/ folder "
                               "to keep; rerun one of them, or start the experiment in a new --output-dir")

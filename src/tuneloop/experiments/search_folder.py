@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import socket
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, S
                       TRIALS_DIR)
 from ..runtime import folder_lock
 from ..sheets import data_file
+from ..training.run_folder import remove_outputs
 
 TRIAL_NAME = re.compile(r"trial-\d{3,}")
 SEARCH_OUTPUTS = (STUDY_JOURNAL, SEARCH_FILE, SEARCH_PAGE, BEST_DIR, PLOTS_DIR)      # a search's own, in OUT
@@ -115,21 +115,12 @@ def clear_search(out: Path, storage: str | None, study: str) -> None:
         if (who := folder_lock.holder(folder)) is not None:
             raise folder_lock.busy(folder, who)
     for folder in folders:
-        _remove(folder, (*RUN_OUTPUTS, RUN_LOCK))
+        remove_outputs(folder, (*RUN_OUTPUTS, RUN_LOCK))
         with contextlib.suppress(OSError):
             folder.rmdir()                 # only when empty: nothing of the user's is removed
     with contextlib.suppress(OSError):
         trials.rmdir()
-    _remove(out, SEARCH_OUTPUTS)
-
-
-def _remove(folder: Path, names) -> None:
-    for name in names:
-        target = folder / name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists() or target.is_symlink():
-            target.unlink()
+    remove_outputs(out, SEARCH_OUTPUTS)
 
 
 # ----------------------------------------------------------------------------------- what a resume must share

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+log = logging.getLogger("tuneloop")
+
 
 def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exclude=(), capturable: bool = False):
     """torch AdamW over the model's trainable parameters but those in `exclude`; no decay on biases and LayerNorm
@@ -34,13 +36,11 @@ def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, w
 
     warmup = warmup_steps or int(round(warmup_ratio * total_steps))
     if warmup >= total_steps > 0:                # the rate would never reach --lr
-        logging.getLogger("tuneloop").warning(
-            f"{f'--warmup-steps {warmup}' if warmup_steps else f'--warmup-ratio {warmup_ratio:g}'}: the run has "
-            f"{total_steps} optimizer steps, so the learning rate never reaches "
-            f"--lr (it ends at {min(total_steps, warmup) / warmup:.0%} of it); give fewer warmup steps or "
-            "--warmup-ratio")
+        asked = f"--warmup-steps {warmup}" if warmup_steps else f"--warmup-ratio {warmup_ratio:g}"
+        log.warning(f"{asked}: the run has {total_steps} optimizer steps, so the learning rate never reaches --lr (it "
+                    f"ends at {total_steps / warmup:.0%} of it); give fewer warmup steps or --warmup-ratio")
     if name == "constant" and warmup:
-        logging.getLogger("tuneloop").info(f"--lr-scheduler constant with {warmup} warmup steps: constant_with_warmup "
-                                           "(constant alone ignores a warmup)")
+        log.info(f"--lr-scheduler constant with {warmup} warmup steps: constant_with_warmup (constant alone ignores "
+                 "a warmup)")
         name = "constant_with_warmup"
     return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)

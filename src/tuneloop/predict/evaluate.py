@@ -148,14 +148,7 @@ def evaluated_text(clf, config, given) -> list[str] | None:
     available = None if given or config.data_dir else columns_of(config.validation_file)
     if available is None:
         return None if given else clf.text_columns or None
-    found = [named(available, c) for c in clf.text_columns]              # in the data's letter case
-    if not found or None in found:
-        found = list(detect_columns(str(config.validation_file), available, None, None, need_label=False).text)
-    if clf.text_columns and len(found) != len(clf.text_columns):
-        raise DataError(f"{config.validation_file}: the model reads {len(clf.text_columns)} text column(s) "
-                        f"({', '.join(clf.text_columns)}) but the data has {', '.join(available)}; name them with "
-                        "--text-columns")
-    return found
+    return list(known_text(str(config.validation_file), clf.metadata, None, available))
 
 
 def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_size: int = 64, text_columns=None,
@@ -222,11 +215,12 @@ def file_inputs(path: str, meta: dict, idx) -> tuple[list[dict], str | None]:
     return [by_idx[int(i)] for i in idx], id_column
 
 
-def known_text(path: str, meta: dict, given) -> tuple | None:
-    """The model's own text columns when the file has them; otherwise detection; a pair model needs two."""
+def known_text(path: str, meta: dict, given, columns: list[str] | None = None) -> tuple | None:
+    """The model's own text columns when the file (or the data of `columns`) has them; otherwise detection; a pair
+    model needs two."""
     if given:
         return tuple(given)
-    columns = file_columns(path)
+    columns = file_columns(path) if columns is None else columns
     recorded = meta.get("text_columns") or []
     found = tuple(named(columns, c) for c in recorded)       # in this file's letter case
     if recorded and None not in found:

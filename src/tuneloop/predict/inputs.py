@@ -24,6 +24,9 @@ class Listed:
     def no_text(self, i: int, part: int, value) -> str:
         return f"{self.where(i)}: empty text" + (" (the second of the pair)" if part else "")
 
+    def part(self, part: int) -> str:
+        return "the second text" if part else "the text"
+
 
 class Framed:
     """How messages name the rows of a DataFrame: by index and column."""
@@ -34,6 +37,9 @@ class Framed:
 
     def where(self, i: int) -> str:
         return f"{self.name}: row with index {self.index[i]!r}"
+
+    def part(self, part: int) -> str:
+        return f"column {self.columns[part]!r}"
 
     def no_text(self, i: int, part: int, value) -> str:
         said = f"{self.where(i)}: column {self.columns[part]!r} has no text (got {value!r})"
@@ -54,8 +60,7 @@ def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED)
             if not isinstance(value, str) or not value.strip():
                 raise TuneloopError(names.no_text(i, part, value))
             if (broken := half_character(value)) is not None:
-                raise TuneloopError(f"{names.where(i)}: " + (f"column {names.columns[part]!r} " if isinstance(
-                    names, Framed) else "the second text " if part else "the text ") + broken)
+                raise TuneloopError(f"{names.where(i)}: {names.part(part)} {broken}")
     if len({len(row) for row in rows}) > 1:
         raise TuneloopError(f"{names.name}: a mix of single texts and pairs; give one kind")
     if pair is True and len(rows[0]) == 1:

@@ -154,7 +154,7 @@ def compare(reference: dict, candidate: dict, main: str, objective, rule=None, a
         # regression: Pearson is blind to a shift of the scores; the share of fp32's variance the route's scores
         # keep (R² against fp32's) stands for the decisions' agreement, with the same floor where one is asked
         spread = float(np.var(a))
-        kept = 1 - float(np.mean((b - a) ** 2)) / spread if spread > 0 and finite else (1.0 if finite else 0.0)
+        kept = 0.0 if not finite else 1 - float(np.mean((b - a) ** 2)) / spread if spread > 0 else 1.0
         out["score_agreement"] = round(kept, 6)
         if min_agreement is not None:
             out["min_score_agreement"] = min_agreement

@@ -70,8 +70,10 @@ def incompatible_changes(saved: dict, current: dict) -> list[str]:
     checkpoint's tuneloop did not have count as their defaults; options it had and this one lacks are ignored."""
     defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
     before = {k: saved.get(k, defaults.get(k)) for k in current}
-    # `--small-data auto` not yet decided (it is, from the data, before the checkpoint loads and is checked again)
-    undecided = SMALL_DATA_DECIDES if current.get("small_data") == "auto" else ()
+    # `--small-data auto` not yet decided (it is, from the data, before the checkpoint loads and is checked again),
+    # but for the options the user set, which it leaves alone
+    undecided = tuple(k for k in SMALL_DATA_DECIDES if k not in (current.get("chosen") or ())) \
+        if current.get("small_data") == "auto" else ()
     undecided += ("setfit_pooling",) if current.get("setfit_pooling") == "auto" else ()    # decided from the model
     undecided += ("method",) if current.get("method") == "auto" else ()          # decided from the data (choose.py)
     return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)

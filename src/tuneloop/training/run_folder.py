@@ -55,13 +55,18 @@ def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool 
     make_folder(folder, "--output-dir")
     folder_lock.take(folder)           # until the run ends (before --overwrite clears: never another run's files)
     if overwrite and not resume:
-        for name in RUN_OUTPUTS:
-            target = folder / name
-            if target.is_dir():
-                shutil.rmtree(target)
-            elif target.exists():
-                target.unlink()
+        remove_outputs(folder)
     return folder
+
+
+def remove_outputs(folder: Path, names=RUN_OUTPUTS) -> None:
+    """Remove tuneloop's `names` from `folder` (a folder whole; a link itself, never what it points to)."""
+    for name in names:
+        target = folder / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
 
 
 def write_run_marker(folder: Path, info: dict) -> None:
