@@ -368,28 +368,47 @@ def test_memory_does_not_grow_over_repeated_predict_calls(model_dir):
     assert grown < 128 * 1024, f"{grown} bytes more after 200 calls"
 
 
-def test_predicting_texts_the_tokenizer_cannot_read_says_so_and_still_writes(tiny_model, tmp_path, caplog):
+def test_predicting_texts_the_tokenizer_cannot_read_says_so_and_still_writes(tiny_model, tmp_path, capsys):
     """Rows of words outside the vocabulary are [UNK] to the model: the predictions are written, with a warning."""
-    import logging
-
-    from tuneloop.cli.main import main
-
     texts = ["the cat sees a dog", "a red car is fast"] * 10
     model_dir = tuneloop.train(**fast_options(tiny_model, epochs=1), train=(texts, ["cat", "car"] * 10),
                                output_dir=str(tmp_path / "run")).output_dir
     rows = tmp_path / "in.csv"
     rows.write_text("text\nzebra quokka tapir\nthe cat sees a dog\n")
-    with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "o.csv")]) == 0
-    said = [r.getMessage() for r in caplog.records]
+    capsys.readouterr()
+    assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "o.csv")]) == 0
+    said = capsys.readouterr().err.splitlines()
     assert any(m.startswith(f"{rows}: 38% of the texts' tokens are the tokenizer's unknown token [UNK]")   # 3 of 8
                for m in said), said
     assert len((tmp_path / "o.csv").read_text().splitlines()) == 3
-    caplog.clear()
     rows.write_text("text\nthe cat sees a dog\n")
-    with caplog.at_level(logging.WARNING, logger="tuneloop"):
-        assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "p.csv")]) == 0
-    assert not any("unknown token" in r.getMessage() for r in caplog.records)
+    assert main(["predict", "--model", model_dir, "--input", str(rows), "--output", str(tmp_path / "p.csv")]) == 0
+    assert "unknown token" not in capsys.readouterr().err
+
+
+def test_predict_evaluate_and_export_say_how_a_file_was_read_and_quiet_keeps_only_warnings(model_dir, tmp_path,
+                                                                                           capsys):
+    """Their notes reach the console as a run's do: here the separator guessed from a header without a comma,
+    said from the file's first read (predict's column check, before the model loads); --quiet keeps warnings."""
+    dev = tmp_path / "dev.csv"
+    dev.write_text("label;sentence1;sentence2\n" + "".join(f"{i % 2};alpha one {i};two {'alpha' if i % 2 else 'beta'}\n"
+                                                           for i in range(30)))
+    rows = tmp_path / "new.csv"
+    rows.write_text("sentence1;sentence2\nalpha one;two alpha\n")
+    note = "its header has no comma but ';': read with ';' as the separator"
+    capsys.readouterr()
+    assert main(["predict", "--model", str(model_dir), "--input", str(rows), "--output", str(tmp_path / "o.tsv")]) == 0
+    assert f"{rows}: {note}" in capsys.readouterr().err
+    rows.write_text("sentence1;sentence2\nalpha two;one alpha\n")        # another file (the note is said once a file)
+    assert main(["predict", "--model", str(model_dir), "--input", str(rows), "--output", str(tmp_path / "q.tsv"),
+                 "--quiet"]) == 0
+    assert note not in capsys.readouterr().err
+    assert main(["evaluate", str(model_dir), "--validation-file", str(dev)]) == 0
+    err = capsys.readouterr().err
+    assert f"{dev}: {note}" in err and "data validation: 30 rows" in err
+    assert main(["export", str(model_dir), "--output", str(tmp_path / "onnx")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("data validation: ") == 1, err         # the exported model reads the same rows: said once
 
 
 def test_predict_from_python_says_once_per_model_when_its_texts_are_unreadable(tiny_model, caplog):
@@ -464,3 +483,24 @@ def test_the_gate_reads_only_the_validation_rows_the_run_was_told_to_evaluate(ti
     record = json.loads((out / "model" / "tuneloop.json").read_text())[routes.RECORD]["cpu"]
     assert results["eval"]["num_samples"] == 230 and record["rows"] == 230      # not all 260 the file holds
     assert all(check["rows"] == 230 for check in record["checks"].values())
+
+
+@pytest.mark.parametrize("route", ["bf16", "fp16"])
+def test_a_half_precision_route_keeps_the_heads_resolution_for_scores_far_from_zero(tiny_model, route):
+    """A regression head with a target scale folded in (prices near 40,000) answered in steps of 256 in bf16: the
+    route's head computes in fp32, so every text gets its own score and the scores follow fp32's."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model, num_labels=1, ignore_mismatched_sizes=True).eval()
+    with torch.no_grad():
+        model.classifier.weight.mul_(10_000)
+        model.classifier.bias.fill_(40_000)
+    words = "alpha beta gamma delta the a cat dog sees red car is fast".split()
+    texts = [" ".join(words[(i * 7 + j) % len(words)] for j in range(3 + i % 5)) for i in range(40)]
+    inputs = AutoTokenizer.from_pretrained(tiny_model)(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        exact = model(**inputs).logits.view(-1)
+        half = routes.applied(model, route)(**inputs).logits.view(-1)
+    assert half.dtype == torch.float32 and model.classifier.weight.dtype == torch.float32   # the fp32 model as it was
+    assert len(set(half.tolist())) == len(set(exact.tolist())) > 30
+    assert np.corrcoef(half.numpy(), exact.numpy())[0, 1] > 0.99

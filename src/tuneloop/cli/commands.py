@@ -171,7 +171,7 @@ def cmd_predict(ns) -> int:
 
     from ..atomic import same_file
     from ..predict.classifier import Classifier
-    from ..predict.evaluate import check_output, keep_columns_of, predict_file
+    from ..predict.evaluate import check_output, keep_columns_of
     from ..predict.rows import STDOUT, check_output_name
     from ..runtime.process import command_scope
     from ..sheets import data_file, is_data_file
@@ -199,10 +199,18 @@ def cmd_predict(ns) -> int:
         check_output_name(output, ns.glue)
     if ns.keep_columns is not None and not ns.input:
         raise TuneloopError("--keep-columns: keeps an --input file's columns; give --input FILE")
-    if ns.input:
-        keep_columns_of(ns.input, ns.keep_columns, ns.glue)      # a wrong name: said before the model loads
     quiet = ns.quiet or bool(ns.texts)
-    with command_scope(quiet, data=False), Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision) as clf:
+    with command_scope(quiet, data=False):      # the file's notes (its separator, its sheet) said from its first read
+        if ns.input:
+            keep_columns_of(ns.input, ns.keep_columns, ns.glue)      # a wrong name: said before the model loads
+        return _predict_with(ns, output, Classifier.load(ns.model, cpu=ns.cpu, precision=ns.precision))
+
+
+def _predict_with(ns, output: str | None, loaded) -> int:
+    from ..predict.evaluate import predict_file
+    from ..predict.rows import STDOUT
+
+    with loaded as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it
             recorded = clf.text_columns
             if recorded and len(ns.texts) != len(recorded):

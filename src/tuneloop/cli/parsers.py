@@ -204,7 +204,7 @@ def add_predict(sub) -> None:
         choices=PRECISIONS,
         help=f"{PRECISION_HELP} (default: auto)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars, only warnings")
 
 
 def add_report(sub) -> None:
@@ -298,7 +298,7 @@ def add_export(sub) -> None:
         "accepted, in points (default 0.5; a drop over 0.5 within POINTS is a warning)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars, only warnings")
     add_config_arguments(p, only=EXPORT_OPTIONS)
 
 

@@ -1,6 +1,6 @@
 """Precision routes: faster ways to compute a PyTorch model than fp32 — int8 dynamic quantization of its Linear
 layers (CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it), its weights cast to bf16 (CPUs with bf16 units,
-GPUs) or fp16 (GPUs), or an int8 ONNX copy run by ONNX Runtime (CPUs, where the `export` extra is installed: the
+GPUs) or fp16 (GPUs) but for the head's final Linear, or an int8 ONNX copy run by ONNX Runtime (CPUs, where the `export` extra is installed: the
 graph's ops fused, and a process that takes it never imports the transformers model code) — and the one accuracy
 gate that decides whether one may be used. The ONNX copy is a file: the gate writes it into the model folder
 (layout.ONNX_ROUTE_DIR) only when it chose it, and removes an earlier one it did not choose again.
@@ -98,9 +98,25 @@ def applied(model, route: str):
             warnings.simplefilter("ignore")           # torch.ao.quantization's note about its future home
             return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
     if route in ("bf16", "fp16"):
-        return copy.deepcopy(model).to(torch.bfloat16 if route == "bf16" else torch.float16)
+        return _head_in_fp32(copy.deepcopy(model).to(torch.bfloat16 if route == "bf16" else torch.float16))
     raise ValueError(f"precision route: one of {', '.join(r for r in ROUTES if r != ONNX)} (the {ONNX} route is a "
                      f"file of the model folder: Classifier.with_route), got {route!r}")
+
+
+def _head_in_fp32(model):
+    """The head's final Linear kept in fp32, reading the body's output cast up: a regression head with a target
+    scale folded in answers near 40,000 in steps of 256 in bf16 (and 32 in fp16), logits in steps of 1/8 near
+    16; in fp32 the scores keep their resolution, for a layer of a few thousand multiplications."""
+    import torch
+
+    from ..model.loading import final_linear
+
+    found = final_linear(model, getattr(getattr(model, "config", None), "num_labels", 0) or 0)
+    if found is not None:
+        head = found[1].float()
+        head.register_forward_pre_hook(lambda module, args: tuple(
+            a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args))
+    return model
 
 
 def onnx_file(folder) -> Path:

@@ -92,6 +92,18 @@ def console_logging(quiet: bool, run_log: bool = False):
 
 
 @contextlib.contextmanager
+def notes_said_once():
+    """Within console_logging: tuneloop's notes and warnings held back while the same data is read again (the
+    export's gate reads the validation rows for the exported model after the source's); errors still pass."""
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+@contextlib.contextmanager
 def root_logger_kept():
     """For a library call that logs through the module-level `logging.info()` (ONNX Runtime's quantizer does):
     with no handler on the root logger, that call runs `logging.basicConfig()`, which leaves a handler the caller
@@ -157,9 +169,12 @@ def accelerate_state():
 
 @contextlib.contextmanager
 def command_scope(quiet: bool, data: bool = True):
-    """For `tuneloop evaluate` / `predict` and their Python functions. `data=False` (a command that reads no data
-    set and starts no Accelerator: `predict` in one process): neither datasets nor accelerate is imported."""
-    with library_output(quiet, data), (accelerate_state() if data else contextlib.nullcontext()):
+    """For `tuneloop evaluate` / `predict` / `export` and their Python functions: tuneloop's notes on stderr as a
+    run's are (which columns or sheet a file was read by, rows left out; only warnings with `quiet`). `data=False`
+    (a command that reads no data set and starts no Accelerator: `predict` in one process): neither datasets nor
+    accelerate is imported."""
+    with library_output(quiet, data), console_logging(quiet), \
+            (accelerate_state() if data else contextlib.nullcontext()):
         yield
 
 
