@@ -190,3 +190,15 @@ def test_threshold_on_three_classes_and_bad_values_are_refused(tiny_model, tmp_p
                             "--abstain-label 'y': is a label of this data; give a name no class has")):
         assert main(base + flags) == 2
         assert message in capsys.readouterr().err
+
+
+def test_evaluate_shows_a_rule_that_abstains_on_every_row(tiny_model, tmp_path, capsys):
+    """accuracy_answered counts no row when every row is abstained on: evaluate prints — (it raised TypeError)."""
+    train, dev = write_pairs(tmp_path / "t.csv", 40, 1), write_pairs(tmp_path / "d.csv", 30, 2)
+    out = tmp_path / "run"
+    tuneloop.train(TrainConfig(train_file=str(train), validation_file=str(dev), output_dir=str(out),
+                               **fast_options(tiny_model, epochs=1, lr=1e-5, abstain_below=0.99)))
+    capsys.readouterr()
+    assert main(["evaluate", str(out / "model")]) == 0
+    said = capsys.readouterr().out
+    assert "coverage=0.0000" in said and "accuracy_answered=—" in said, said

@@ -107,6 +107,10 @@ def test_rare_class_warning():
     line = balance.rare_class_warning(np.array([0] * 97 + [1] * 3), schema)
     assert "'rare' is 3.0% of the training rows (3 of 100)" in line and "--class-weights balanced" in line
     assert balance.rare_class_warning(np.array([0] * 90 + [1] * 10), schema) is None
+    many = LabelSchema("single_label_classification", [f"class {i}" for i in range(35)])
+    assert balance.rare_class_warning(np.repeat(np.arange(35), 10), many) is None          # 2.9% each: balanced
+    line = balance.rare_class_warning(np.array([*np.repeat(np.arange(34), 10), 34, 34]), many)
+    assert "'class 34' is 0.6% of the training rows (2 of 342)" in line
 
 
 @pytest.fixture(scope="module")

@@ -46,3 +46,15 @@ def test_a_run_says_where_its_time_went(tiny_model, mrpc_dir, tmp_path):
     assert sum(phases.values()) == pytest.approx(timeline["run_s"], abs=0.05)        # nothing counted twice
     assert timeline["before_run_s"] is None or timeline["before_run_s"] >= 0
     assert "where the time went" in (out / "report.html").read_text()
+
+
+def test_only_a_processs_first_run_counts_the_start_up(monkeypatch):
+    """An experiment's second seed (or a notebook's next train()) had no start-up: the time since the import holds
+    the runs before it, which its report called start-up."""
+    import sys
+    import time
+
+    monkeypatch.setattr(timeline_module, "_COUNTED", [])
+    monkeypatch.setattr(sys.modules["tuneloop"], "_IMPORTED_AT", time.perf_counter() - 5.0, raising=False)
+    first, second = Timeline().to_dict(), Timeline().to_dict()
+    assert first["before_run_s"] == pytest.approx(5.0, abs=0.5) and second["before_run_s"] is None

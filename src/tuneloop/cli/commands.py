@@ -124,10 +124,9 @@ def cmd_evaluate(ns) -> int:
         results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
     ev = results["eval"]
     print(f"decision rule: {results['decision_rule']} | precision: {clf.precision}")
-    print(f"eval ({ev['num_samples']} examples): " +
-          "  ".join(f"{k}={v:.4f}" for k, v in ev.items() if k != "num_samples"))
+    print(f"eval ({ev['num_samples']} examples): {metrics_text(ev)}")
     for split, metrics in results.get("eval_splits", {}).items():
-        print(f"  {split}: " + "  ".join(f"{k}={v:.4f}" for k, v in metrics.items() if k != "num_samples"))
+        print(f"  {split}: {metrics_text(metrics)}")
     splits = results.get("per_class_splits") or {None: results.get("per_class")}
     for split, classes in splits.items():
         for line in per_class_lines(classes, bool(ns.output), split=split):
@@ -135,6 +134,13 @@ def cmd_evaluate(ns) -> int:
     if ns.output:
         print(f"wrote {ns.output}")
     return 0
+
+
+def metrics_text(metrics: dict) -> str:
+    """`accuracy=0.8125  f1=0.7500 ...`; a metric no row counts towards (every row abstained) as —."""
+    from ..report.fmt import fmt_metric
+
+    return "  ".join(f"{k}={fmt_metric(v)}" for k, v in metrics.items() if k != "num_samples")
 
 
 def per_class_lines(classes: dict | None, written: bool, most: int = 20, split: str | None = None) -> list[str]:

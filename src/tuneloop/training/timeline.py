@@ -9,12 +9,20 @@ import time
 from contextlib import contextmanager
 
 
+_COUNTED = []           # the start-up belongs to the process's first run: [True] once a run has counted it
+
+
 def since_import() -> float | None:
     """Seconds since tuneloop's import began (for `tuneloop train`: the imports, the command line and the
-    options before the run; in a notebook, everything since the import). Not the process's start: a command that a
-    shell runs last under `bash -c "a && b && tuneloop train"` is that shell's process, started before a and b."""
+    options before the run; in a notebook, everything since the import), for the process's first run only: an
+    experiment's second seed, a search's next trial or a notebook's next `train()` had no start-up of its own (the
+    time since the import holds the runs before it). Not the process's start: a command that a shell runs last
+    under `bash -c "a && b && tuneloop train"` is that shell's process, started before a and b."""
     started = getattr(sys.modules.get("tuneloop"), "_IMPORTED_AT", None)
-    return None if started is None else max(time.perf_counter() - started, 0.0)
+    if started is None or _COUNTED:
+        return None
+    _COUNTED.append(True)
+    return max(time.perf_counter() - started, 0.0)
 
 
 class Timeline:
