@@ -134,3 +134,83 @@ def test_regression_has_no_label_issues(tiny_model, tmp_path):
     results = tuneloop.train(TrainConfig(**fast_options(tiny_model, epochs=1), train_file=str(tmp_path / "train.csv"),
                                          label_column="score", problem_type="regression", output_dir=str(out)))
     assert results["label_issues"] is None and not (out / "label_issues.csv").exists()
+
+
+# ---------------------------------------------------------------------------------------------- errors.csv, inspect
+def _table(texts, pair=False):
+    import datasets
+
+    return datasets.Dataset.from_dict({"id": [f"r{i}" for i in range(len(texts))], "text_a": texts,
+                                       "text_b": [f"second {t}" for t in texts] if pair else [None] * len(texts)})
+
+
+def _logits(p_yes):
+    p = np.asarray(p_yes, dtype=np.float64)
+    return np.stack([np.log(1 - p), np.log(p)], axis=1)
+
+
+def test_errors_csv_follows_the_saved_rule_and_marks_the_rows_it_abstains_on():
+    """errors.csv decided by argmax, never by the rule the model was saved with (a tuned cut-off, an abstain
+    level): it listed rows the saved model gets right, with the argmax label as "predicted"."""
+    from tuneloop.analysis.wrong_rows import error_columns, error_rows
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.decision.rule import DecisionRule
+
+    schema = LabelSchema("single_label_classification", ["no", "yes"])
+    table, logits = _table(["a", "b", "c", "d", "e"]), _logits([0.4, 0.35, 0.9, 0.2, 0.8])
+    labels = np.array([1, 0, 1, 0, 0])
+    rule = DecisionRule(thresholds=[0.3], objective="f1", abstain_below=0.62)
+    assert [r["id"] for r in error_rows(table, logits, labels, schema)] == ["r4", "r0"]     # argmax, no rule
+    rows = error_rows(table, logits, labels, schema, rule)
+    assert [r["id"] for r in rows] == ["r4", "r1"]           # r0: 'yes' at 0.4 ≥ 0.3, right; r1: 'yes', wrong
+    assert list(rows[0]) == error_columns(table, schema, rule) == \
+        ["id", "text", "gold", "predicted", "p_predicted", "p_gold", "abstained"]
+    assert [(r["gold"], r["predicted"], r["abstained"]) for r in rows] == [("no", "yes", False), ("no", "yes", True)]
+    assert [r["p_predicted"] for r in rows] == pytest.approx([0.8, 0.35])     # the raw probabilities, kept
+    multi = LabelSchema("multi_label_classification", ["x", "y"], separator="|")
+    z = np.array([[0.2, -3.0], [-0.4, 2.0]])                 # sigmoid: 0.55, 0.05 | 0.40, 0.88
+    cut = DecisionRule(kind="multi_label_classification", thresholds=[0.6, 0.3], objective="f1")
+    gold = np.array([[0, 0], [1, 1]])
+    assert [r["id"] for r in error_rows(_table(["a", "b"]), z, gold, multi)] == ["r1", "r0"]
+    assert [(r["id"], r["predicted"]) for r in error_rows(_table(["a", "b"]), z, gold, multi, cut)] == [("r1", "y")]
+
+
+def test_errors_csv_with_no_wrong_row_is_its_header(tmp_path):
+    """A model right on every validation row wrote errors.csv as the one line 'id'."""
+    from types import SimpleNamespace
+
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.decision.rule import DecisionRule
+    from tuneloop.training.reporting import write_errors
+
+    single = LabelSchema("single_label_classification", ["no", "yes"])
+    cases = [(_table(["a", "b"], pair=True), single, _logits([0.1, 0.9]), np.array([0, 1]), None,
+              "id,text_a,text_b,gold,predicted,p_predicted,p_gold"),
+             (_table(["a", "b"]), single, _logits([0.1, 0.9]), np.array([0, 1]), DecisionRule(abstain_below=0.6),
+              "id,text,gold,predicted,p_predicted,p_gold,abstained"),
+             (_table(["a"]), LabelSchema("multi_label_classification", ["x", "y"]), np.array([[3.0, -3.0]]),
+              np.array([[1, 0]]), None, "id,text,gold,predicted,confidence_wrong")]
+    for table, schema, logits, labels, rule, header in cases:
+        run = SimpleNamespace(data=SimpleNamespace(raw=SimpleNamespace(evaluation={"validation": table}),
+                                                   labels=schema), output_dir=tmp_path)
+        write_errors(run, SimpleNamespace(outputs={"validation": (logits, labels)}), rule)
+        with open(tmp_path / "errors.csv", newline="", encoding="utf-8") as f:
+            assert f.read() == header + "\n"
+            f.seek(0)
+            assert list(csv.DictReader(f)) == []
+
+
+def test_inspect_says_a_missing_folder_is_missing_and_names_the_run_of_its_model_folder(tmp_path, capsys):
+    from tuneloop.cli.main import main
+
+    assert main(["inspect", str(tmp_path / "no-such-run")]) == 2
+    said = capsys.readouterr().err
+    assert "no-such-run: no such folder; give the folder of a finished `tuneloop train` run" in said
+    run = tmp_path / "run"
+    (run / "model").mkdir(parents=True)
+    (run / "errors.csv").write_text("id,text,gold,predicted,p_predicted,p_gold\n")
+    (run / "model" / "tuneloop.json").write_text("{}")
+    assert main(["inspect", str(run / "model")]) == 2
+    said = capsys.readouterr().err
+    assert f"it is the saved model of the run {run}, which has them: `tuneloop inspect {run}`" in said
+    assert main(["inspect", str(run)]) == 0 and "errors.csv: 0 validation rows" in capsys.readouterr().out

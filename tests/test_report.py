@@ -19,6 +19,7 @@ from conftest import fast_options
 
 import tuneloop
 from tuneloop import TrainConfig, TuneloopError
+from tuneloop.decision.rule import DecisionRule
 from tuneloop.report import hub_id, write_model_card, write_report
 from tuneloop.report.run import read_run
 
@@ -341,3 +342,182 @@ def test_the_runs_warnings_are_listed_escaped(tmp_path):
     (run / "results.json").write_text(json.dumps(results))
     text, _ = check_self_contained(write_report(run))
     assert "<h2>Warnings</h2>" in text and "&lt;i&gt;the cat&lt;/i&gt;" in text and "<i>the cat" not in text
+
+
+# ---------------------------------------------------------------------------------------------- user text in figures
+def test_labels_with_dollar_signs_are_drawn_as_written_not_as_math(tmp_path, monkeypatch):
+    """'$5 to $10' was mathtext (italic '5to10'), and a label that is not valid math lost its figure."""
+    import matplotlib.mathtext
+
+    parsed, parse = [], matplotlib.mathtext.MathTextParser.parse
+    monkeypatch.setattr(matplotlib.mathtext.MathTextParser, "parse",
+                        lambda self, s, *a, **k: parsed.append(s) or parse(self, s, *a, **k))
+    names = ["$5 to $10", "under $5", r"$\frac{$ x"]
+    single = fabricate(tmp_path / "prices", "single_label_classification", names=names)
+    multi = fabricate(tmp_path / "tags", "multi_label_classification", names=names)
+    for run in (single, multi):
+        text, _ = check_self_contained(write_report(run))
+        assert "could not plot" not in text
+    assert (single / "plots" / "confusion_validation.png").is_file()
+    assert (multi / "plots" / "label_f1_validation.png").is_file()
+    assert parsed == []
+
+
+def test_a_confusion_matrix_of_many_long_labels_keeps_its_tick_labels_inside():
+    """35 classes of 18-character names: the y tick labels ran past the figure's left edge (cut off)."""
+    import matplotlib.image
+
+    from tuneloop.report.figures import _style
+    from tuneloop.report.prediction_plots import _confusion
+
+    rng = np.random.default_rng(0)
+    names = [f"category-{i:02d}-abcdefgh"[:18] for i in range(35)]
+    with _style():
+        plot = _confusion("validation", rng.normal(0, 1, (200, 35)), rng.integers(0, 35, 200), names)
+    pixels = matplotlib.image.imread(io.BytesIO(plot.png), format="png")[..., :3]
+    for edge in (pixels[:, 0], pixels[:, -1], pixels[0], pixels[-1]):         # nothing drawn up to an edge
+        assert (edge > 0.98).all()
+
+
+# ---------------------------------------------------------------------------------------------- what the card says
+PROBE_STAGE = {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": 16, "lr": 0.0, "loss_first": None,
+               "loss_last": None, "method": "probe", "head": "logistic", "pooling": "head", "head_fit_s": 0.007,
+               "head_train_accuracy": 0.91667, "seconds": 0.07}       # results.json's setfit of a --method probe run
+
+
+def edit_results(run: Path, **changes) -> dict:
+    results = {**json.loads((run / "results.json").read_text()), **changes}
+    (run / "results.json").write_text(json.dumps(results))
+    return results
+
+
+def card_of(run: Path, results: dict) -> str:
+    return write_model_card(run / "model", results, yaml.safe_load((run / "config.yaml").read_text()), {}).read_text()
+
+
+def test_a_probe_run_is_a_linear_probe_in_the_card_and_the_report(tmp_path):
+    run = fabricate(tmp_path / "probe", "single_label_classification", names=["a", "b", "c"])
+    results = edit_results(run, setfit=PROBE_STAGE, train={
+        "runtime_s": 0.01, "training_s": 0.0, "eval_s": 0.0, "samples_per_second": None, "steps": 0, "epochs": 0.0,
+        "num_samples": 36, "global_batch_size": 8, "setup_s": 1.3, "num_processes": 1, "mixed_precision": "no",
+        "device": "cpu"})
+    card = card_of(run, results)
+    time_section = card[card.index("## Training time"):card.index("## How to use")]
+    assert "The linear probe: 0.1 s (the frozen encoder's embeddings of the 36 training rows" in time_section
+    assert "SetFit" not in time_section and "pairs" not in time_section
+    assert "a linear probe: the encoder frozen" in card and "SetFit" not in card
+    text = html.unescape(check_self_contained(write_report(run))[0])
+    assert "<h2>Linear probe</h2>" in text and "--method probe: a logistic-regression head fitted on the frozen" in text
+    for wrong in ("Contrastive stage", "contrastive stage", "pair loss", "--method setfit", "pairs in"):
+        assert wrong not in text, wrong
+
+
+def test_the_card_names_the_saved_decision_rule_and_says_its_metrics_come_before_it(tmp_path):
+    names = ["sport", "politics", "science"]
+    run = fabricate(tmp_path / "topics", "multi_label_classification", names=names)
+    plain = card_of(run, json.loads((run / "results.json").read_text()))     # no rule saved: 0.5 per label
+    assert "probability is above 0.5)" in plain and "## Decision rule" not in plain
+    rule = DecisionRule(kind="multi_label_classification", temperature=0.8, thresholds=[0.3, 0.5, 0.65],
+                        objective="f1", fitted_on="all 50 validation rows")
+    meta = json.loads((run / "model" / "tuneloop.json").read_text())
+    (run / "model" / "tuneloop.json").write_text(json.dumps({**meta, "decision": rule.to_dict()}))
+    results = edit_results(run, decision={
+        "rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": "2-fold cross-fit on the 50 validation rows",
+        "thresholds": {"objective": "f1", "values": rule.thresholds, "at_default": {"f1_micro": 0.61},
+                       "at_tuned": {"f1_micro": 0.72}}, "abstain": {"level": None, "curve": []}})
+    card = card_of(run, results)
+    problem = next(line for line in card.splitlines() if "**Problem type:**" in line)
+    assert "above its own threshold" in problem and "above 0.5)" not in problem
+    rules = card[card.index("## Decision rule"):card.index("## Training time")]
+    assert rule.describe() in rules and "temperature T = 0.8" in rules and "fitted on all 50 validation rows" in rules
+    assert "| politics | 0.5 |" in rules and "| science | 0.65 |" in rules and "| f1_micro | 0.6100 | 0.7200 |" in rules
+    metrics = card[card.index("## Evaluation results"):card.index("## Decision rule")]
+    assert "before the decision rule below" in metrics and "tuneloop evaluate --model MODEL" in metrics
+
+    binary = fabricate(tmp_path / "binary", "single_label_classification", names=["no", "yes"])
+    rule = DecisionRule(thresholds=[0.3], objective="recall@0.9", abstain_below=0.7, abstain_label="unsure")
+    meta = json.loads((binary / "model" / "tuneloop.json").read_text())
+    (binary / "model" / "tuneloop.json").write_text(json.dumps({**meta, "decision": rule.to_dict()}))
+    card = card_of(binary, json.loads((binary / "results.json").read_text()))
+    assert "`yes` when its probability is at least 0.3 (chosen for recall@0.9), else `no`" in card
+    assert "is under 0.7 comes back as `unsure`" in card and "before the decision rule below" in card
+
+
+def test_user_text_in_the_card_reads_as_itself_in_markdown(tmp_path):
+    """Label names went into the card raw: `<urgent>` vanished as an HTML tag, `*a*` turned italic."""
+    markdown = pytest.importorskip("markdown")
+    markdown_it = pytest.importorskip("markdown_it")
+    names = ["<urgent>", "*a* & b", "<script>x</script>", "$5 to $10", "_x_", "a|b", "[x](y)", "not_equivalent"]
+    run = fabricate(tmp_path / "odd", "single_label_classification", names=names)
+    config = yaml.safe_load((run / "config.yaml").read_text()) | {"train_file": "data/*new* <draft>.csv"}
+    card = write_model_card(run / "model", json.loads((run / "results.json").read_text()), config, {}).read_text()
+    labels = card[card.index("## Labels"):card.index("## Training hyperparameters")]
+    title = next(line for line in card.splitlines() if line.startswith("# "))
+    commonmark = markdown_it.MarkdownIt("commonmark").enable("table")
+    for rendered in (markdown.markdown(labels + "\n" + title, extensions=["tables"]),
+                     commonmark.render(labels + "\n" + title)):
+        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", rendered)]
+        assert cells[1::2] == names
+        assert set(re.findall(r"<(\w+)", rendered)) <= {"h1", "h2", "table", "thead", "tbody", "tr", "th", "td", "p"}
+        assert "fine-tuned on *new* <draft>.csv" in html.unescape(re.sub(r"</?h1>", "", rendered))
+
+
+def test_a_resumed_runs_card_and_report_give_the_time_since_the_resume(tmp_path):
+    """Their runtime was the resumed process's part alone, called "in all"."""
+    from tuneloop.training.checkpoint import checkpoint_name
+
+    run = fabricate(tmp_path / "resumed", "single_label_classification", names=["no", "yes"])
+    results = edit_results(run, resumed_from=str(run / "checkpoints" / checkpoint_name(30)))
+    time_section = card_of(run, results).split("## Training time")[1].split("## How to use")[0]
+    assert "1 min 15 s since the resume from step 30 (training 1 min 10 s, evaluation 5.2 s; the time before the " \
+           "resume is not recorded)" in time_section and " in all " not in time_section
+    assert "310.2 samples/s after the resume" in time_section
+    text = html.unescape(check_self_contained(write_report(run))[0])
+    assert "1 min 15 s since the resume from step 30 (training 1 min 10 s" in text
+    assert "the time before the resume is not recorded" in text
+
+
+# ---------------------------------------------------------------------------------------------- a decision rule
+@pytest.fixture(scope="module")
+def threshold_run(tiny_model, shared_mrpc_dir, tmp_path_factory):
+    """A weak model (one epoch at a small learning rate) under a tuned cut-off and an abstain level: the rule
+    decides many validation rows otherwise than argmax."""
+    out = tmp_path_factory.mktemp("threshold") / "run"
+    results = tuneloop.train(TrainConfig(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out),
+                                         **fast_options(tiny_model, epochs=1, lr=3e-4, report=True,
+                                                        decision="threshold", abstain_below=0.55)))
+    return out, results
+
+
+def test_errors_csv_lists_the_rows_the_saved_rule_gets_wrong(threshold_run, shared_mrpc_dir):
+    """errors.csv used argmax: it listed rows the saved model (its cut-off, applied by predict) gets right."""
+    import csv
+
+    out, results = threshold_run
+    rule = DecisionRule.from_dict(json.loads((out / "model" / "tuneloop.json").read_text())["decision"])
+    assert rule.thresholds, results["decision"]
+    with np.load(out / "predictions" / "eval_validation.npz") as saved:
+        logits, labels = saved["logits"], saved["labels"]
+    decided, abstains = rule.predictions(logits), rule.abstains(logits)
+    names = results["labels"]
+    with open(out / "errors.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert {int(r["id"]) for r in rows} == set(np.flatnonzero(decided != labels).tolist())
+    assert set(np.flatnonzero(decided != labels)) != set(np.flatnonzero(logits.argmax(-1) != labels))
+    dev = (shared_mrpc_dir / "dev.tsv").read_text(encoding="utf-8-sig").splitlines()[1:]
+    for r in rows:
+        i = int(r["id"])
+        assert r["text_b"] == dev[i].split("\t")[4]
+        assert r["gold"] == names[labels[i]] != r["predicted"] == names[decided[i]]
+        assert r["abstained"] == str(bool(abstains[i]))
+        assert float(r["p_gold"]) == pytest.approx(float(np.exp(logits[i, labels[i]]) / np.exp(logits[i]).sum()),
+                                                   abs=1e-5)           # the raw probabilities, kept
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    assert f"{len(rows)} wrong rows under the saved decision rule (above), most confidently wrong first" in page
+    card = (out / "model" / "README.md").read_text(encoding="utf-8")      # the card the run wrote names the rule
+    assert "## Decision rule" in card and "at least" in card and "before the decision rule below" in card
+
+    from tuneloop.analysis.inspect import describe_failures
+
+    said = describe_failures(out).splitlines()[0]
+    assert f"{len(rows)} validation rows the model gets wrong under its saved decision rule ({rule.describe()})" in said

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, RESULTS_FILE, not_one_run
+from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, METADATA_FILE, MODEL_DIR, RESULTS_FILE, not_one_run
 from ..tasks import REGRESSION
 
 
@@ -23,12 +24,12 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
     from pathlib import Path
 
     folder = Path(run_dir)
-    files = [(folder / ERRORS_FILE, "validation rows the model gets wrong, most confidently wrong first"),
+    files = [(folder / ERRORS_FILE, "validation rows the model gets wrong" + _under_rule(folder) +
+              ", most confidently wrong first"),
              (folder / LABEL_ISSUES_FILE,
               "training rows ranked by the probability of their given label, lowest first")]
     if not any(path.is_file() for path, _ in files):
-        raise TuneloopError(f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here; give the folder of a finished "
-                            f"`tuneloop train` run (its --output-dir){not_one_run(folder)}")
+        raise TuneloopError(_not_a_run(run_dir))
     cut = lambda text: text if len(text) <= width else text[:width] + " …"  # noqa: E731
     lines = []
     for path, what in files:
@@ -38,11 +39,14 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
                 lines += [f"{path}: not written: {why_no_label_issues(folder)}", ""]
             continue
         flagged = sum(r.get("likely_wrong") == "True" for r in rows)
+        abstained = sum(r.get("abstained") == "True" for r in rows)
         if rows and "abs_error" in rows[0]:                     # regression: every row, by its error
             what = "validation rows, largest error first"
         if len(rows) == 1:
             what = what.replace(" rows", " row", 1)
-        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else ""))
+        lines.append(f"{path}: {len(rows)} {what}" + (f"; confident learning flags {flagged}" if flagged else "")
+                     + (f"; the rule abstains on {abstained} of them (predict answers those with its abstain label)"
+                        if abstained else ""))
         for n, r in enumerate(rows[:top], 1):
             if "given" in r:
                 head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"
@@ -51,12 +55,49 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
                 head = f"gold {r['gold']}, predicted {r['predicted']} (error {r['abs_error']})"
             else:
                 p = r.get("p_predicted") or r.get("confidence_wrong")
-                head = f"gold {r['gold']}, predicted {r['predicted']} (p {p})"
+                head = f"gold {r['gold']}, predicted {r['predicted']} (p {p})" + \
+                    (" — abstained" if r.get("abstained") == "True" else "")
             where = f"id {r['id']}" + (f", row {r['row']}" if r.get("row") else "")
             lines.append(f"{n:4d}. {where}: {head}")
             lines += [f"      {key}: {cut(r[key])}" for key in ("text", "text_a", "text_b") if key in r]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _not_a_run(run_dir) -> str:
+    """Why `run_dir` has neither list: no such folder, a folder inside a run (its model/, say: the run named), or
+    not a run's folder."""
+    import os
+    from pathlib import Path
+
+    folder, give = Path(run_dir), "give the folder of a finished `tuneloop train` run (its --output-dir)"
+    if not folder.exists():
+        return f"{run_dir}: no such folder; {give}"
+    if not folder.is_dir():
+        return f"{run_dir}: not a folder; {give}"
+    for n, up in enumerate(list(Path(os.path.abspath(folder)).parents)[:3]):
+        if (up / ERRORS_FILE).is_file() or (up / LABEL_ISSUES_FILE).is_file():
+            given = folder.parents[n] if n < len(folder.parents) else Path(".")   # as the path was given
+            named = up if str(given) == "." else given
+            what = "the saved model of" if (folder / METADATA_FILE).is_file() else "inside"
+            return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here: it is {what} the run {named}, which has "
+                    f"them: `tuneloop inspect {named}`")
+    return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here; {give}{not_one_run(folder)}")
+
+
+def _under_rule(folder) -> str:
+    """", under its saved decision rule (...)" where the run's model decides otherwise than argmax / 0.5 (errors.csv
+    lists the rows that rule gets wrong); empty otherwise."""
+    import json
+
+    try:
+        saved = json.loads((folder / MODEL_DIR / METADATA_FILE).read_text(encoding="utf-8")).get("decision")
+        rule = DecisionRule.from_dict(saved)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return ""
+    if rule is None or not (rule.thresholds or rule.abstain_below is not None):
+        return ""
+    return f" under its saved decision rule ({rule.describe()})"
 
 
 def why_no_label_issues(folder) -> str:

@@ -1,10 +1,13 @@
 """Where the model fails: the validation rows it gets wrong, with their text, gold and predicted labels, sorted
-by the confidence in the wrong answer (OUT/errors.csv); and precision, recall and F1 of every class."""
+by the confidence in the wrong answer (OUT/errors.csv). Wrong as the saved model decides: under its decision rule
+(decision/rule.py: thresholds; a row the rule abstains on is listed by its decision, marked `abstained`, as
+`tuneloop evaluate`'s metrics count it), with the raw probabilities beside it."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..decision.rule import DecisionRule
 from ..objective import MultiLabel, Regression, SingleLabel
 
 
@@ -38,23 +41,43 @@ def _class_row(row: dict, prob, pred, label, schema, objective) -> tuple[float, 
     return p_pred, row
 
 
-ROWS = {Regression: _score_row, MultiLabel: _label_set_row, SingleLabel: _class_row}   # errors.csv's columns
+ROWS = {Regression: _score_row, MultiLabel: _label_set_row, SingleLabel: _class_row}
+SCORES = {Regression: ["abs_error"], MultiLabel: ["confidence_wrong"], SingleLabel: ["p_predicted", "p_gold"]}
+ABSTAINED = "abstained"          # the column of a rule with an abstain level: the rows predict leaves unanswered
 
 
-def error_rows(table, logits: np.ndarray, labels: np.ndarray, schema) -> list[dict]:
+def _texts(table) -> dict:
+    return {"text": table["text_a"]} if len(table) == 0 or table[0]["text_b"] is None else \
+        {"text_a": table["text_a"], "text_b": table["text_b"]}
+
+
+def error_columns(table, schema, rule: DecisionRule | None = None) -> list[str]:
+    """errors.csv's header: id, the text(s), gold, predicted and the problem type's scores (the `abstained` column
+    under a rule that abstains); the header of a file with no rows too."""
+    objective = schema.objective
+    abstains = rule is not None and rule.abstain_below is not None and objective.classes
+    return ["id", *_texts(table), "gold", "predicted", *SCORES[type(objective)], *([ABSTAINED] if abstains else [])]
+
+
+def error_rows(table, logits: np.ndarray, labels: np.ndarray, schema, rule: DecisionRule | None = None) -> list[dict]:
     """One dict per validation row the model gets wrong (regression: every row), most confidently wrong first.
-    `table`: the split's canonical table (id, text_a, text_b); logits and labels in its row order."""
+    `table`: the split's canonical table (id, text_a, text_b); logits and labels in its row order; `rule`: the
+    saved decision rule, whose decisions (its thresholds) are the predicted labels (None: argmax / 0.5). The
+    probabilities are the raw softmax/sigmoid ones."""
     if len(table) == 0:
         return []
     objective = schema.objective
-    probs, preds, wrong_row = objective.probabilities(logits), objective.predictions(logits), ROWS[type(objective)]
-    texts = {"text": table["text_a"]} if table[0]["text_b"] is None else \
-        {"text_a": table["text_a"], "text_b": table["text_b"]}
-    ids = table["id"]
+    decide = rule if rule is not None and objective.classes else objective
+    probs, preds, wrong_row = objective.probabilities(logits), decide.predictions(logits), ROWS[type(objective)]
+    marked = ABSTAINED in error_columns(table, schema, rule)
+    abstains = rule.abstains(logits) if marked else None
+    texts, ids = _texts(table), table["id"]
     rows = []
     for i in range(len(labels)):
         row = {"id": ids[i], **{k: v[i] for k, v in texts.items()}}
         found = wrong_row(row, probs[i], preds[i], labels[i], schema, objective)
         if found is not None:
+            if marked:
+                found[1][ABSTAINED] = bool(abstains[i])
             rows.append(found)
     return [row for _, row in sorted(rows, key=lambda pair: -pair[0])]

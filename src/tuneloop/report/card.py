@@ -16,7 +16,9 @@ from ..model.loading import ALIASES, read_metadata
 from ..objective import MultiLabel, Objective, Regression, SingleLabel
 from ..runtime.machine import package_version
 from ..tasks import TASKS, TaskSpec
-from .fmt import fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
+from .card_rule import decision_section, metrics_note, problem_note
+from .fmt import (UNTIMED, fmt, fmt_metric, fmt_seconds, md_code, md_text, runtime_words, setfit_stage_rows,
+                  stage_only)
 from .run import NOT_METRICS
 
 MODEL_CARD_FILE = "README.md"
@@ -34,16 +36,7 @@ def hub_id(model: str | None) -> str | None:
     return model if _HUB_ID.match(model) else None
 
 
-def _md(text: Any) -> str:
-    """Text for a markdown table cell."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: Any) -> str:
-    text = str(text).replace("\n", " ")
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+_md, _code = md_text, md_code       # a user's text in Markdown; a code span
 
 
 @dataclass(frozen=True)
@@ -177,14 +170,14 @@ def _overview(f: _Facts) -> list[str]:
         data_title, data_text, task_text = _custom_data(f.config, f.wording, f.names)
     base, base_hub, metadata, config = f.base, f.base_hub, f.metadata, f.config
     short_base = base_hub.split("/")[-1] if base_hub else (Path(str(base)).name if base else "model")
-    lines = [f"# {short_base} fine-tuned on {data_title}", ""]
+    lines = [f"# {_md(short_base)} fine-tuned on {_md(data_title)}", ""]
     lines += [f"This model is {_code(base_hub or base) if base else 'a model'} fine-tuned with tuneloop "
               f"{metadata.get('tuneloop_version') or __version__} for {'sentence-pair' if f.pair else 'single-text'} "
               f"{f.wording.kind} on {data_text}.", "",
               _base_model_line(base, base_hub),
               f"- **Task:** {task_text}",
               f"- **Training data:** {data_text}",
-              f"- **Problem type:** {_code(f.objective.kind)}" + f.wording.note,
+              f"- **Problem type:** {_code(f.objective.kind)}" + problem_note(f.wording.note, f.metadata),
               "- **Input:** " + (" and ".join(_code(c) for c in f.text_columns) +
                                  (" (a text pair)" if f.pair else " (one text)") if f.text_columns else "—"),
               f"- **Max length:** {metadata.get('max_length') or config.get('max_length') or 'the tokenizer maximum'}"
@@ -274,30 +267,45 @@ def _evaluation_section(f: _Facts) -> list[str]:
                  for m in eval_splits.values()]
         bold = "**" if name == main else ""
         lines.append(f"| {bold}{_md(label)}{bold} | " + " | ".join(_md(c) for c in cells) + " |")
-    return lines + [""]
+    return lines + [""] + metrics_note(f.metadata)
+
+
+def _decision_section(f: _Facts) -> list[str]:
+    """## Decision rule (card_rule.py): what tuneloop's predict and evaluate apply."""
+    return decision_section(f.metadata, f.results, f.names)
+
+
+def _stage_time(f: _Facts, stage: dict) -> str:
+    """The Training time sentence of --method setfit's contrastive stage, or of --method probe's linear probe."""
+    if stage.get("method") == "probe":
+        return (f"The linear probe: {fmt_seconds(stage.get('seconds'))} (the frozen encoder's embeddings of the "
+                f"{fmt(f.train.get('num_samples'))} training rows, and a logistic-regression head fitted on them in "
+                f"{fmt_seconds(stage.get('head_fit_s'))}; the encoder is not trained)")
+    return (f"The SetFit stage: {fmt_seconds(stage.get('seconds'))} ({fmt(stage.get('pairs'))} pairs in "
+            f"{fmt(stage.get('steps'))} steps, the head fitted in {fmt_seconds(stage.get('head_fit_s'))})")
 
 
 def _training_time_section(f: _Facts) -> list[str]:
-    """## Training time: wall time, throughput and hardware; nothing when results.json records no training."""
+    """## Training time: wall time, throughput and hardware; nothing when results.json records no training. A
+    resumed run's times are those since the resume (its checkpoints keep no clock)."""
     train, precision, stage = f.train, f.precision, f.results.get("setfit")
     if not train:
         return []
     lines = ["## Training time", ""]
+    where = (f"on {fmt(train.get('num_processes'))} process(es)" + (f" ({train['device']})" if train.get("device")
+                                                                     else "")
+             + f", precision {'fp32' if precision == 'no' else fmt(precision)}.")
     if stage:
-        lines += [f"The SetFit stage: {fmt_seconds(stage.get('seconds'))} ({fmt(stage.get('pairs'))} pairs in "
-                  f"{fmt(stage.get('steps'))} steps, the head fitted in {fmt_seconds(stage.get('head_fit_s'))}), "
-                  f"on {fmt(train.get('num_processes'))} process(es)" +
-                  (f" ({train['device']})" if train.get("device") else "") +
-                  f", precision {'fp32' if precision == 'no' else fmt(precision)}.", ""]
+        lines += [f"{_stage_time(f, stage)}, {where}", ""]
         if stage_only(f.results):
             return lines
+    since = runtime_words(f.results)
+    resumed = since != "in all"
     return lines + [
-            f"{fmt_seconds(train.get('runtime_s'))} in all (training {fmt_seconds(train.get('training_s'))}, "
-            f"evaluation {fmt_seconds(train.get('eval_s'))}) for {fmt(train.get('num_samples'))} training "
-            f"examples × {fmt(train.get('epochs'))} epochs, {fmt(train.get('samples_per_second'))} "
-            f"samples/s, on {fmt(train.get('num_processes'))} process(es)"
-            + (f" ({train['device']})" if train.get("device") else "")
-            + f", precision {'fp32' if precision == 'no' else fmt(precision)}.", ""]
+            f"{fmt_seconds(train.get('runtime_s'))} {since} (training {fmt_seconds(train.get('training_s'))}, "
+            f"evaluation {fmt_seconds(train.get('eval_s'))}{'; ' + UNTIMED if resumed else ''}) for "
+            f"{fmt(train.get('num_samples'))} training examples × {fmt(train.get('epochs'))} epochs, "
+            f"{fmt(train.get('samples_per_second'))} samples/s{' after the resume' if resumed else ''}, {where}", ""]
 
 
 def _usage_section(f: _Facts) -> list[str]:
@@ -352,7 +360,7 @@ def write_model_card(model_dir: str | os.PathLike, results: dict, config: dict, 
     facts = _gather(model_dir, results, config, metadata)
     lines: list[str] = []
     for section in (_front_matter, _overview, _labels_section, _hyperparameters_section, _evaluation_section,
-                    _training_time_section, _usage_section):
+                    _decision_section, _training_time_section, _usage_section):
         lines += section(facts)
     lines += _versions_section()
     card = model_dir / MODEL_CARD_FILE

@@ -26,16 +26,22 @@ def _style():
         "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8, "legend.frameon": False,
         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3,
         "grid.linewidth": 0.6, "figure.dpi": DPI, "savefig.dpi": DPI,
-        "savefig.facecolor": "white", "axes.prop_cycle": matplotlib.cycler(color=[
+        "savefig.facecolor": "white",
+        # no mathtext: a label, split or file name with two `$` ('$5 to $10') is drawn as written, not as math
+        # (and one that is not valid math does not cost the figure)
+        "text.parse_math": False,
+        "axes.prop_cycle": matplotlib.cycler(color=[
             "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]),
     }):
         yield
 
 
-def _figure(size=FIGSIZE):
+def _figure(size=FIGSIZE, layout: str = "constrained"):
+    """A figure laid out by matplotlib; `layout` "compressed" for an axes of fixed aspect beside a colour bar (a
+    confusion matrix: "constrained" left its long tick labels past the figure's edge)."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=size, dpi=DPI, layout="constrained")
+    return Figure(figsize=size, dpi=DPI, layout=layout)
 
 
 def _png(fig) -> bytes:

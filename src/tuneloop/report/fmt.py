@@ -1,4 +1,5 @@
-"""Values as the report shows them: escaped for HTML, numbers and durations short and readable."""
+"""Values as the report and the model card show them: escaped for HTML or Markdown, numbers and durations short
+and readable."""
 
 from __future__ import annotations
 
@@ -6,12 +7,64 @@ import base64
 import html
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 
 def _esc(value: Any) -> str:
     """HTML-escaped text; `://` is broken up too, so no address in the data can read as a link."""
     return html.escape(str(value), quote=True).replace("://", ":&#47;&#47;")
+
+
+# what a user's text (a label, a file name) needs in Markdown to read as itself on the Hub, GitHub and MkDocs alike:
+# backslash escapes where every renderer takes them, character references where some do not (`\$`, `\<`, `\~`);
+# an underscore inside a word (not_equivalent) emphasises nothing, so it stays as it is
+_MD_ESCAPES = {**{c: "\\" + c for c in "\\`*[]|#"}, "<": "&lt;", ">": "&gt;", "&": "&amp;", "$": "&#36;",
+               "~": "&#126;"}
+_EDGE_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+
+
+def md_text(value: Any) -> str:
+    """Text for Markdown, a table cell included: no HTML tag, emphasis, link, code, math or cell break in it."""
+    text = "".join(_MD_ESCAPES.get(c, c) for c in " ".join(str(value).splitlines()))
+    return _EDGE_UNDERSCORE.sub(r"\\_", text)
+
+
+def md_code(value: Any) -> str:
+    """Text as a Markdown code span (shown as it is), fenced by more backticks than it holds in a row."""
+    text = " ".join(str(value).splitlines())
+    ticks = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    pad = " " if ticks else ""
+    return f"{'`' * (ticks + 1)}{pad}{text}{pad}{'`' * (ticks + 1)}"
+
+
+def resumed_step(results: dict) -> int | None:
+    """The step a resumed run went on from (results.json's resumed_from: its checkpoint, `step-0000030`); None for
+    a run that was not resumed, -1 for a checkpoint whose name gives no step."""
+    found = results.get("resumed_from")
+    if not found:
+        return None
+    m = re.fullmatch(r"step-(\d+)", Path(str(found)).name)
+    return int(m.group(1)) if m else -1
+
+
+UNTIMED = "the time before the resume is not recorded"     # a checkpoint keeps no clock
+
+
+def runtime_words(results: dict) -> str:
+    """What a run's train.runtime_s covers: "in all", or, for a resumed run, "since the resume from step N" (the
+    process that resumed it timed only its own part; say UNTIMED beside it)."""
+    step = resumed_step(results)
+    if step is None:
+        return "in all"
+    return f"since the resume from {f'step {step}' if step >= 0 else 'its checkpoint'}"
+
+
+def stage_name(stage: dict) -> str:
+    """What results.json's "setfit" section was: --method probe's linear probe, or --method setfit's contrastive
+    stage."""
+    return "linear probe" if stage.get("method") == "probe" else "contrastive stage"
 
 
 def fmt(value: Any) -> str:
@@ -57,8 +110,8 @@ def fmt_seconds(seconds: Any) -> str:
 
 
 def stage_only(results: dict) -> bool:
-    """--method setfit with the logistic head: the contrastive stage ran and the training loop trained no step, so
-    the card and the page show the stage instead of the loop's settings, time and curves."""
+    """--method setfit with the logistic head, and --method probe: the stage ran and the training loop trained no
+    step, so the card and the page show the stage instead of the loop's settings, time and curves."""
     return bool(results.get("setfit")) and not (results.get("train") or {}).get("steps")
 
 
@@ -85,6 +138,34 @@ def setfit_stage_rows(stage: dict) -> list[tuple[str, str]]:
                                   + (f"; a step in up to {stage['pieces']} forward/backward passes to fit in memory"
                                      if (stage.get("pieces") or 1) > 1 else "") + ")"),
             ("learning rate (contrastive stage)", fmt(stage.get("lr"))), embedding]
+
+
+def stage_text(stage: dict) -> str:
+    """One line for results.json's "setfit" section: pairs, steps, the loss, the head, the seconds (the probe: the
+    frozen encoder and its head)."""
+    loss = (f", loss {fmt_metric(stage['loss_first'])} → {fmt_metric(stage['loss_last'])}"
+            if isinstance(stage.get("loss_first"), float) and isinstance(stage.get("loss_last"), float) else "")
+    head = ("then a logistic-regression head" if stage.get("head") == "logistic" else
+            "then a logistic-regression head and the training loop over every weight")
+    accuracy = (f" (training accuracy {fmt_metric(stage['head_train_accuracy'])})"
+                if isinstance(stage.get("head_train_accuracy"), float) else "")
+    if stage.get("method") == "probe":           # --method probe: no pairs, the frozen embedding
+        return (f"the encoder frozen (not trained), {head[5:]} on its embeddings{accuracy}; "
+                f"{fmt_seconds(stage.get('seconds'))}")
+    return (f"{fmt(stage.get('pairs'))} pairs in {fmt(stage.get('steps'))} steps{loss}, {head}{accuracy}; "
+            f"{fmt_seconds(stage.get('seconds'))}")
+
+
+def stage_table(stage: dict) -> str:
+    """results.json's "setfit" section as a table: the options the model card lists, then what the stage did (the
+    probe: no pairs, so no pair loss)."""
+    loss = [] if stage.get("method") == "probe" else [
+        ("pair loss, first step → last",
+         f"{fmt_metric(stage.get('loss_first'))} → {fmt_metric(stage.get('loss_last'))}")]
+    return _table([*setfit_stage_rows(stage), *loss,
+                   ("head's accuracy on the training rows", fmt_metric(stage.get("head_train_accuracy"))),
+                   ("time", f"{fmt_seconds(stage.get('seconds'))} (the head fitted in "
+                            f"{fmt_seconds(stage.get('head_fit_s'))})")], header=("", "value"))
 
 
 def _table(rows: list[tuple], header: tuple | None = None, cls: str = "") -> str:

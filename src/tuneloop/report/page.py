@@ -15,7 +15,8 @@ from ..atomic import atomic_write_bytes
 from ..layout import PLOTS_DIR, REPORT_FILE
 from .decision_plots import plot_decision
 from .figures import Plot, _style, plot_evaluations, plot_loss, plot_lr, plot_throughput
-from .fmt import _esc, auto_text, _figure_html, _table, fmt, fmt_metric, fmt_seconds, setfit_stage_rows, stage_only
+from .fmt import (UNTIMED, _esc, auto_text, _figure_html, _table, fmt, fmt_metric, fmt_seconds, runtime_words,
+                  stage_name, stage_only, stage_table, stage_text)
 from .prediction_plots import plot_predictions
 from .run import EVAL_KEY, Run, read_run
 from .sections import decision_section, distillation_section, failures_section, label_issues_section
@@ -143,20 +144,21 @@ def _facts(run: Run) -> list[tuple]:
         facts.append(("examples", ", ".join(examples)))
     if results.get("auto"):                       # --method auto: the choice and each candidate's score
         facts.append(("method", _auto_text(results["auto"])))
-    stage = results.get("setfit")                 # --method setfit: the contrastive stage ran before the loop
+    stage = results.get("setfit")                 # --method setfit / probe: the stage ran before the loop
     if stage:
-        facts.append(("contrastive stage", _stage_text(stage)))
+        facts.append((stage_name(stage), stage_text(stage)))
     if train and not stage_only(results):
         facts.append(("steps / epochs", f"{fmt(train.get('steps'))} steps, {fmt(train.get('epochs'))} epochs, "
                       f"global batch {fmt(train.get('global_batch_size'))}"))
-        facts.append(("runtime", f"{fmt_seconds(train.get('runtime_s'))} (training "
-                      f"{fmt_seconds(train.get('training_s'))}, evaluation {fmt_seconds(train.get('eval_s'))}; "
-                      f"set-up {fmt_seconds(train.get('setup_s'))} before it)"))
+        facts.append(("runtime", _runtime_text(results)))
         if train.get("samples_per_second") is not None:
-            facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"))
+            facts.append(("throughput", f"{fmt(train['samples_per_second'])} training samples/s"
+                          + (" after the resume" if results.get("resumed_from") else "")))
     elif train:                                   # the logistic head: the loop trained no step
+        what = "the frozen encoder's embeddings and the head" if stage.get("method") == "probe" else \
+            "the contrastive stage and its head"
         facts.append(("runtime", f"{fmt_seconds((stage.get('seconds') or 0) + (train.get('runtime_s') or 0))} "
-                      f"(the contrastive stage and its head; set-up {fmt_seconds(train.get('setup_s'))} before it); "
+                      f"({what}; set-up {fmt_seconds(train.get('setup_s'))} before it); "
                       "the training loop trained no step"))
     elif run.records:
         last = run.records[-1]
@@ -174,6 +176,15 @@ def _facts(run: Run) -> list[tuple]:
     return facts
 
 
+def _runtime_text(results: dict) -> str:
+    """The runtime fact: the loop's time, evaluations included; a resumed run's since the resume."""
+    train, since = results.get("train") or {}, runtime_words(results)
+    return (f"{fmt_seconds(train.get('runtime_s'))}" + ("" if since == "in all" else f" {since}") +
+            f" (training {fmt_seconds(train.get('training_s'))}, evaluation {fmt_seconds(train.get('eval_s'))}; "
+            f"set-up {fmt_seconds(train.get('setup_s'))} before it" +
+            ("" if since == "in all" else f"; {UNTIMED}") + ")")
+
+
 def _timeline_text(timeline: dict) -> str:
     """`start-up 4.1 s · accelerator 0.2 s · ...` (the phases up to the report: results.json has them all)."""
     before = timeline.get("before_run_s")
@@ -186,20 +197,6 @@ def _auto_text(auto: dict) -> str:
     """One line for results.json's "auto" section: the method chosen, why, and each candidate's cross-validated
     score (fmt.auto_text, the log's words too)."""
     return f"chosen by --method auto: {auto_text(auto)}"
-
-
-def _stage_text(stage: dict) -> str:
-    """One line for results.json's "setfit" section: pairs, steps, the loss, the head, the seconds."""
-    loss = (f", loss {fmt_metric(stage['loss_first'])} → {fmt_metric(stage['loss_last'])}"
-            if isinstance(stage.get("loss_first"), float) and isinstance(stage.get("loss_last"), float) else "")
-    head = ("then a logistic-regression head" if stage.get("head") == "logistic" else
-            "then a logistic-regression head and the training loop over every weight")
-    accuracy = (f" (training accuracy {fmt_metric(stage['head_train_accuracy'])})"
-                if isinstance(stage.get("head_train_accuracy"), float) else "")
-    if stage.get("method") == "probe":           # --method probe: no pairs, the frozen embedding
-        return f"none (the frozen embedding), {head[5:]}{accuracy}; {fmt_seconds(stage.get('seconds'))}"
-    return (f"{fmt(stage.get('pairs'))} pairs in {fmt(stage.get('steps'))} steps{loss}, {head}{accuracy}; "
-            f"{fmt_seconds(stage.get('seconds'))}")
 
 
 def _config_table(config: dict) -> str:
@@ -233,28 +230,21 @@ TRAIN_NAMES = {"runtime_s": "runtime (s), evaluations included", "training_s": "
                "compile": "torch.compile", "first_step_s": "first optimizer step (s), compilation included"}
 
 
-def _curves(plots: list[Plot], only_the_stage: bool) -> list[str]:
-    """The Training and Evaluation sections: the loop's curves, or (--method setfit with the logistic head, where
-    the loop ran no step) a note saying why there are none."""
+def _curves(plots: list[Plot], only_the_stage: bool, stage: dict | None = None) -> list[str]:
+    """The Training and Evaluation sections: the loop's curves, or (--method setfit with the logistic head, and
+    --method probe, where the loop ran no step) a note saying why there are none."""
     if only_the_stage:
+        what = ("--method probe: a logistic-regression head fitted on the frozen encoder's embeddings is the whole "
+                "training (Linear probe, below); the encoder is not trained" if (stage or {}).get("method") == "probe"
+                else "--method setfit with the logistic head: the contrastive stage and the head are the whole "
+                "training (Contrastive stage, below)")
         return ["<h2>Training</h2>",
-                '<div class="note">--method setfit with the logistic head: the contrastive stage and the head are the '
-                "whole training (Contrastive stage, below); the training loop ran no step, so there are no loss, "
-                "learning-rate, throughput or evaluation curves. The model was evaluated once, after the head (Final "
-                "evaluation, above).</div>"]
+                f'<div class="note">{what}; the training loop ran no step, so there are no loss, learning-rate, '
+                "throughput or evaluation curves. The model was evaluated once, after the head (Final evaluation, "
+                "above).</div>"]
     by_name = {p.name: p for p in plots}
     return ["<h2>Training</h2>", *[_figure_html(by_name[n]) for n in ("loss", "lr", "throughput") if n in by_name],
             "<h2>Evaluation</h2>", *[_figure_html(p) for p in plots if p.name == "eval" or p.name.startswith("eval_")]]
-
-
-def _stage_table(stage: dict) -> str:
-    """results.json's "setfit" section as a table: the options the model card lists, then what the stage did."""
-    return _table([*setfit_stage_rows(stage),
-                   ("pair loss, first step → last", f"{fmt_metric(stage.get('loss_first'))} → "
-                                                    f"{fmt_metric(stage.get('loss_last'))}"),
-                   ("head's accuracy on the training rows", fmt_metric(stage.get("head_train_accuracy"))),
-                   ("time", f"{fmt_seconds(stage.get('seconds'))} (the head fitted in "
-                            f"{fmt_seconds(stage.get('head_fit_s'))})")], header=("", "value"))
 
 
 def render_html(run: Run, plots: list[Plot]) -> str:
@@ -303,7 +293,7 @@ def render_html(run: Run, plots: list[Plot]) -> str:
             parts.append('<div class="note">No evaluation yet.</div>')
 
     stage, only_the_stage = results.get("setfit"), stage_only(results)
-    parts += _curves(plots, only_the_stage=only_the_stage)
+    parts += _curves(plots, only_the_stage=only_the_stage, stage=stage)
     parts.append("<h2>Predictions</h2>")
     parts += [_figure_html(p) for p in plots if p.name.startswith(("confusion_", "scatter_", "label_f1_",
                                                                     "predictions"))]
@@ -313,11 +303,15 @@ def render_html(run: Run, plots: list[Plot]) -> str:
     parts += label_issues_section(run)
     parts += distillation_section(run)
     if stage:
-        parts += ["<h2>Contrastive stage</h2>", _stage_table(stage)]
+        parts += [f"<h2>{_esc(stage_name(stage).capitalize())}</h2>", stage_table(stage)]
     if results.get("train") and not only_the_stage:
         train = results["train"]
+        names = TRAIN_NAMES if not results.get("resumed_from") else \
+            {**TRAIN_NAMES, "runtime_s": f"runtime (s), evaluations included, {runtime_words(results)}",
+             "training_s": "training time (s) since the resume",
+             "samples_per_second": "training samples / s after the resume"}
         parts += ["<h2>Training statistics</h2>",
-                  _table([(TRAIN_NAMES.get(k, k), v) for k, v in train.items()], header=("", "value"))]
+                  _table([(names.get(k, k), v) for k, v in train.items()], header=("", "value"))]
     other = {k: v for k, v in results.items()
              if k not in ("eval", "eval_splits", "train", "per_class", "decision", "setfit", "distillation")}
     if other:

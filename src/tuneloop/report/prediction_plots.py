@@ -43,7 +43,7 @@ def _confusion(split: str, logits, labels, names: list[str] | None) -> Plot:
     share = np.divide(cm, totals, out=np.zeros(cm.shape, dtype=float), where=totals > 0)
     accuracy = float(np.trace(cm) / max(cm.sum(), 1))
     side = min(12.0, max(3.8, 0.55 * n_classes + 2.2))
-    fig = _figure((side + 1.2, side))
+    fig = _figure((side + 1.2, side), layout="compressed")      # the square matrix's tick labels kept inside
     ax = fig.add_subplot()
     ax.grid(False)
     image = ax.imshow(share, cmap="Blues", vmin=0, vmax=1)

@@ -19,7 +19,13 @@ def failures_section(run: Run, shown: int = 10) -> list[str]:
     if not rows:
         return parts + ['<div class="note">The model gets every validation row right.</div>']
     what = "rows with the largest errors" if "abs_error" in rows[0] else "wrong rows, most confidently wrong first"
-    parts.append(f"<p>{len(rows)} {_esc(what)}; the first {min(shown, len(rows))} below, all of them in "
+    d = (run.results or {}).get("decision") or {}
+    if d.get("thresholds") or (d.get("abstain") or {}).get("level") is not None:
+        what = what.replace("wrong rows", "wrong rows under the saved decision rule (above)")
+    abstained = sum(r.get("abstained") == "True" for r in rows)
+    also = (f"; the rule abstains on {abstained} of them (<code>abstained</code>: <code>tuneloop predict</code> "
+            "answers those with its abstain label)" if abstained else "")
+    parts.append(f"<p>{len(rows)} {_esc(what)}{also}; the first {min(shown, len(rows))} below, all of them in "
                  "<code>errors.csv</code>.</p>")
     return parts + [_rows_table(rows[:shown])]
 

@@ -9,12 +9,14 @@ import logging
 import numpy as np
 import torch
 
-from ..analysis.wrong_rows import error_rows
+from ..analysis.wrong_rows import error_columns, error_rows
 from ..atomic import atomic_write_bytes, atomic_write_json
+from ..decision.rule import DecisionRule
 from ..evaluation.baseline import score_baseline
 from ..evaluation.inference import Evaluation
 from ..evaluation.metrics import per_class
 from ..layout import ERRORS_FILE, MODEL_DIR, PREDICTIONS_DIR, RESULTS_FILE, eval_outputs_file
+from ..model.loading import read_metadata
 from ..predict.rows import write_predictions
 from ..runtime import machine, run_log
 from . import small_data
@@ -126,11 +128,25 @@ def baseline(run, results_: dict) -> dict | None:
     return scored
 
 
-def write_results(run, results_: dict, evaluation: Evaluation) -> None:
+def saved_model(run, rule: DecisionRule | None = None) -> tuple[dict, DecisionRule | None]:
+    """(OUT/model's tuneloop.json as saved — the decision rule and the precision gate's figures in it —, the rule):
+    what the card describes and errors.csv decides by. `rule`: the one the run fitted (finish.fit_decision_rule),
+    else the one saved."""
+    metadata = read_metadata(run.output_dir / MODEL_DIR) or dict(run.metadata)
+    if rule is None:
+        rule = DecisionRule.from_dict(metadata.get("decision"))
+    elif not metadata.get("decision"):
+        metadata["decision"] = rule.to_dict()
+    return metadata, rule
+
+
+def write_results(run, results_: dict, evaluation: Evaluation, rule: DecisionRule | None = None) -> None:
     """results.json, the final evaluation's logits and labels (predictions/eval_<split>.npz, for the report's
-    confusion matrix or scatter plot), the model card and report.html."""
+    confusion matrix or scatter plot), errors.csv under the saved decision rule (`rule`, else the one in OUT/model),
+    the model card and report.html."""
     if not run.accelerator.is_main_process:
         return
+    metadata, rule = saved_model(run, rule)
     results_["timeline"] = run.timeline.to_dict()     # the phases so far: write_timeline completes it
     results_["warnings"] = run_log.warnings()         # what the run warned of (all of it in train.log)
     atomic_write_json(run.output_dir / RESULTS_FILE, results_)
@@ -138,13 +154,13 @@ def write_results(run, results_: dict, evaluation: Evaluation) -> None:
         buffer = io.BytesIO()
         np.savez_compressed(buffer, logits=logits.astype(np.float32), labels=labels)
         atomic_write_bytes(run.output_dir / PREDICTIONS_DIR / eval_outputs_file(split), buffer.getvalue())
-    write_errors(run, evaluation)
+    write_errors(run, evaluation, rule)
     from ..report import write_model_card, write_report
 
     run.timeline.mark("results files")
     try:
         with run.timeline.phase("model card, report"):
-            write_model_card(run.output_dir / MODEL_DIR, results_, run.config.to_dict(), run.metadata)
+            write_model_card(run.output_dir / MODEL_DIR, results_, run.config.to_dict(), metadata)
             if run.config.report:
                 write_report(run.output_dir)
     except Exception as e:  # noqa: BLE001 - a report must never cost a finished run
@@ -164,9 +180,15 @@ def write_timeline(run, results_: dict) -> None:
                  ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timeline["phases"].items()))
 
 
-def write_errors(run, evaluation: Evaluation) -> None:
-    """OUT/errors.csv: the first evaluation split's rows the model gets wrong, most confidently wrong first."""
+def write_errors(run, evaluation: Evaluation, rule: DecisionRule | None = None) -> None:
+    """OUT/errors.csv: the first evaluation split's rows the model gets wrong under the saved decision rule `rule`,
+    most confidently wrong first; with none wrong, the header alone."""
     split = next(iter(evaluation.outputs))
     logits, labels = evaluation.outputs[split]          # a row per text, in the split's row order
-    rows = error_rows(run.data.raw.evaluation[split], logits, labels, run.data.labels)
-    write_predictions(rows, str(run.output_dir / ERRORS_FILE))
+    table = run.data.raw.evaluation[split]
+    rows = error_rows(table, logits, labels, run.data.labels, rule)
+    path = run.output_dir / ERRORS_FILE
+    if rows:
+        write_predictions(rows, str(path))
+    else:                                               # the documented columns, for a script that reads them
+        atomic_write_bytes(path, (",".join(error_columns(table, run.data.labels, rule)) + "\n").encode("utf-8"))
