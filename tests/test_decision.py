@@ -483,3 +483,30 @@ def test_halves_that_agree_keep_their_temperature():
     rule, report = fit_decision(logits, labels, SINGLE, options(), seed=0)
     assert rule.temperature == pytest.approx(3.0, rel=0.3) and "not_applied" not in report["calibration"]
     assert report["calibration"]["nll_after"] < report["calibration"]["nll_before"]
+
+
+def test_the_cross_fitted_figures_measure_the_rule_that_was_saved():
+    """A temperature refused on all the rows (at its search bound) was still fitted on each half, so results.json
+    quoted a calibration gain the saved T = 1 never gives; assured cut-offs measured by halves that could not assure
+    theirs are said to be less cautious."""
+    from tuneloop.decision.fit import fit_decision
+
+    rng = np.random.default_rng(0)
+    rng.normal(0, 1.5, 50)
+    logits, labels = np.c_[np.zeros(50), rng.normal(0, 1.5, 50)], np.ones(50, dtype=int)       # one class
+    options = dict(calibrate="temperature", decision="argmax", objective="f1", abstain_below=None,
+                   abstain_label="abstain", confidence=0.0, positive=1)
+    rule, report = fit_decision(logits, labels, "single_label_classification", options)
+    c = report["calibration"]
+    assert rule.temperature == 1.0 and c["ece_after"] == c["ece_before"] and c["nll_after"] == c["nll_before"]
+    rng = np.random.default_rng(3)
+    said = []
+    for _ in range(4):
+        y = (rng.random(80) < 0.5).astype(int)
+        x = np.c_[np.zeros(80), rng.normal(0, 1, 80) + 1.6 * (2 * y - 1)]
+        rule, report = fit_decision(x, y, "single_label_classification",
+                                    {**options, "calibrate": "none", "decision": "threshold",
+                                     "objective": "precision@0.9", "confidence": 0.9})
+        said.append((rule.confidence, report.get("notes", [])))
+    assert any(confidence == 0.9 and any("could not assure with 90% confidence" in n for n in notes)
+               for confidence, notes in said)

@@ -143,15 +143,33 @@ def _threshold_notes(misses: dict, options: dict, problem: Objective, rows: str)
     return notes
 
 
-def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(probabilities, decisions) of every row by a rule fitted on the other fold (in-sample: `rule`'s)."""
+def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tuple[np.ndarray, np.ndarray, list]:
+    """(probabilities, decisions) of every row by a rule fitted on the other fold (in-sample: `rule`'s), and the
+    halves' rules. A part `rule` (fitted on all rows) did not apply is not fitted on the halves either: a
+    temperature or thresholds refused there are measured as refused (the figures describe the saved rule)."""
+    if rule.temperature == 1.0:
+        options = {**options, "calibrate": "none"}
+    if not rule.thresholds:
+        options = {**options, "decision": "argmax"}
     probs = np.zeros_like(logits)
     tuned = np.zeros(DecisionRule(kind=problem.kind).predictions(logits).shape, dtype=np.int64)
+    parts = []
     for fit_rows, measured in folds or [(np.arange(len(labels)), np.arange(len(labels)))]:
         part = _fit(logits[fit_rows], labels[fit_rows], problem, options, seed) if folds else rule
         probs[measured] = part.probabilities(logits[measured])
         tuned[measured] = part.predictions(logits[measured])
-    return probs, tuned
+        parts.append(part)
+    return probs, tuned, parts
+
+
+def _halves_unassured(rule, parts, rows: str) -> str | None:
+    """What the cross-fitted threshold figures measure when the saved cut-offs are assured and a half's could not
+    be (half the rows give a wider bound): its rows' best cut-off, less cautious than the saved one."""
+    if rule.confidence is None or all(part.confidence is not None for part in parts):
+        return None
+    return (f"the cross-fitted threshold figures (at_tuned) are of cut-offs the halves of the {rows} could not "
+            f"assure with {rule.confidence:.0%} confidence, each half's best meeting the floor on its rows: they are "
+            "less cautious than the saved, assured cut-off, whose lower bounds on all the rows are under 'assured'")
 
 
 def _scored(probs, labels, problem) -> dict:
@@ -185,7 +203,7 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     folds = _folds(labels, problem, seed)
     raw = DecisionRule(kind=problem.kind).probabilities(logits)
     default = DecisionRule(kind=problem.kind).predictions(logits)
-    probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule, seed)
+    probs, tuned, parts = _cross_fit(logits, labels, problem, options, folds, rule, seed)
     before, after = _scored(raw, labels, problem), _scored(probs, labels, problem)
     asked = options["calibrate"]
     rows = options.get("rows", VALIDATION_ROWS)
@@ -196,7 +214,7 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
         options = {**options, "calibrate": "none"}
         rule = _fit(logits, labels, problem, options, seed)
         rule.notes.insert(0, refused)
-        probs, tuned = _cross_fit(logits, labels, problem, options, folds, rule, seed)
+        probs, tuned, parts = _cross_fit(logits, labels, problem, options, folds, rule, seed)
         after = _scored(probs, labels, problem)
     n = len(labels)
     how = (f"2-fold cross-fit on the {n} {rows} (each half scored by a rule fitted on the other)" if folds
@@ -230,8 +248,9 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     if rule.abstain_below is not None:
         _, coverage, accuracy = coverage_curve(probs, labels, problem, tuned, (rule.abstain_below,))[0]
         report["abstain"].update(coverage=coverage, accuracy=accuracy)
-    if rule.notes:
-        report["notes"] = rule.notes
+    halves = _halves_unassured(rule, parts, rows) if folds else None
+    if rule.notes or halves:
+        report["notes"] = rule.notes + ([halves] if halves else [])
     return rule, report
 
 
