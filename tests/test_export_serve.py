@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import shutil
 import os
 import re
 import signal
@@ -567,3 +568,15 @@ def test_serve_and_predict_check_texts_with_the_same_words(run_dir, server, text
             clf.predict(texts)
     status, answer = server.post({"texts": texts})
     assert status == 400 and answer["error"] == str(refused.value)
+
+
+def test_an_export_does_not_carry_the_sources_precision_routes(run_dir, tmp_path):
+    """The gate's record is of the PyTorch folder's routes (int8, bf16, its ONNX copy): the exported folder kept it."""
+    source = tmp_path / "model"
+    shutil.copytree(run_dir / "model", source)
+    meta = json.loads((source / "tuneloop.json").read_text())
+    meta["precision_routes"] = {"cpu": {"chosen": "int8", "checks": {}}}
+    (source / "tuneloop.json").write_text(json.dumps(meta))
+    assert main(["export", str(source), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
+    exported = json.loads((tmp_path / "onnx" / "tuneloop.json").read_text())
+    assert "precision_routes" not in exported and exported["labels"] == meta["labels"]

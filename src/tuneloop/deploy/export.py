@@ -25,6 +25,7 @@ from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_
 from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier
 from ..predict.evaluate import check_output, evaluation
+from ..predict import routes
 from ..predict.routes import compare
 from ..runtime.process import command_scope, notes_said_once
 
@@ -109,7 +110,8 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
             info = {"format": "onnx", "quantize": quantize or "none", "source": str(folder.resolve()),
                     "seconds": round(time.perf_counter() - started, 2),
                     "size_mb": round((tmp / ONNX_FILE).stat().st_size / 2**20, 2)}
-            (tmp / METADATA_FILE).write_text(json.dumps({**meta, "export": info}, indent=2), encoding="utf-8")
+            kept = {k: v for k, v in meta.items() if k != routes.RECORD}     # the source's routes are not the copy's
+            (tmp / METADATA_FILE).write_text(json.dumps({**kept, "export": info}, indent=2), encoding="utf-8")
             checked = [evaluation(clf, {**data, "quiet": quiet}, raw=True)[1]]
             with Classifier.load(tmp, cpu=True) as exported, notes_said_once():    # the same rows: said above
                 checked.append(evaluation(exported, {**data, "quiet": True}, raw=True)[1])
