@@ -308,7 +308,7 @@ def test_a_csv_separated_by_semicolons_or_tabs_is_read_as_the_comma_one(tmp_path
 def test_a_spreadsheets_empty_rows_are_left_out_of_labelled_data_not_of_rows_to_predict(tmp_path, caplog):
     """",,," rows (every field empty, whatever their count) carry no example: training and evaluation data leave
     them out and say how many; rows to predict keep them (the output's ids are the rows' order), so they stop the
-    run as an empty text does."""
+    run as an empty text does. Those after the last row with data are nothing (a sheet's formatting reaches far)."""
     import logging
 
     from tuneloop.data.sources import canonical_rows
@@ -318,8 +318,8 @@ def test_a_spreadsheets_empty_rows_are_left_out_of_labelled_data_not_of_rows_to_
     with caplog.at_level(logging.INFO, logger="tuneloop"):
         kept = list(canonical_rows(str(path), None, ["text"], "label", None, need_label=True))
     assert [(r["idx"], r["pos"], r["text_a"]) for r in kept] == [(0, 2, "the cat"), (1, 4, "the dog")]
-    assert any("sheet.csv: 2 line(s) with every field empty left out" in r.getMessage() for r in caplog.records)
-    with pytest.raises(DataError, match=r"sheet.csv: line 3: column 'text' is empty"):
+    assert any("sheet.csv: 1 line(s) with every field empty left out" in r.getMessage() for r in caplog.records)
+    with pytest.raises(DataError, match=r"sheet.csv: line 3: every field is empty"):
         list(canonical_rows(str(path), None, ["text"], None, None, need_label=False))
 
 
@@ -714,13 +714,15 @@ def test_an_excel_workbook_is_read_as_a_csv_file_is(tmp_path, caplog):
     sheet = book.active
     sheet.append(["text", "label", "when", None])             # an empty cell after the last name: not a column
     sheet.append(["the cat", 1, dt.date(2020, 1, 2)])
-    sheet.append([None, None, None])                          # an empty row: left out
+    sheet.append([None, None, None])                          # an empty row: an empty row (training leaves it out)
     sheet.append(["the dog", 2.0, None])
+    sheet.append([None, None, None])                          # after the last row with data: none
     book.create_sheet("notes").append(["not read"])
     book.save(tmp_path / "d.xlsx")
     with caplog.at_level(logging.INFO, logger="tuneloop"):
         rows = list(iter_rows(str(tmp_path / "d.xlsx")))
     assert rows == [(2, {"text": "the cat", "label": "1", "when": "2020-01-02"}),
+                    (3, {"text": "", "label": "", "when": ""}),
                     (4, {"text": "the dog", "label": "2", "when": ""})]       # the sheet's rows; 2.0 as written 2
     assert file_columns(str(tmp_path / "d.xlsx")) == ["text", "label", "when"]
     assert any("2 sheets; reading the first, 'Sheet'" in r.getMessage() for r in caplog.records)
@@ -809,3 +811,142 @@ def test_a_models_recorded_text_columns_are_found_in_any_letter_case(tmp_path):
     path = tmp_path / "new.csv"
     path.write_text("Ticket_Text,Other\nprinter is down,x\n")
     assert known_text(str(path), {"text_columns": ["ticket_text"]}, None) == ("Ticket_Text",)
+
+
+def test_a_row_without_its_id_stops_in_every_format_naming_it(tmp_path):
+    """A JSON row without the id key, a JSON null and an empty CSV cell are one rule: an error naming the row (not
+    a KeyError, a datasets traceback, or the id "None"), for a file to predict and a training file alike."""
+    from tuneloop.data.sources import canonical_rows
+
+    (tmp_path / "missing.jsonl").write_text('{"id": 1, "text": "alpha"}\n{"text": "beta two"}\n')
+    (tmp_path / "null.json").write_text('[{"id": 1, "text": "alpha"}, {"id": null, "text": "beta"}]')
+    (tmp_path / "empty.csv").write_text("id,text\n1,alpha\n,beta\n")
+    for name, where, got in (("missing.jsonl", "line 2", "missing"), ("null.json", "item 2", "got None"),
+                             ("empty.csv", "line 3", "got ''")):
+        path = str(tmp_path / name)
+        with pytest.raises(DataError, match=rf"{name}: {where}: no id in column 'id' \({got}\); give every row"):
+            list(canonical_rows(path, None, ("text",), None, "id", False))
+    rows = [{"id": i, "text": f"alpha {i}", "label": i % 2} for i in range(8)]
+    del rows[4]["id"]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataError, match=r"^train\.jsonl: line 5: no id in column 'id' \(missing\)"):
+        _in(tmp_path, lambda: load_user_files("train.jsonl", None, None, None, None))
+
+
+def _in(folder, call):
+    """`call()` with `folder` the working directory (paths given relative, as a user types them)."""
+    import os
+
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        return call()
+    finally:
+        os.chdir(before)
+
+
+def test_row_errors_name_the_file_as_given_and_the_line_a_row_starts_on(tmp_path):
+    (tmp_path / "ml.csv").write_text('id,text,label\n1,alpha,pos\n2,"beta\nsecond\nthird",\n3,alpha,pos\n')
+    with pytest.raises(DataError, match=r"^ml\.csv: line 3: empty label in column 'label'"):
+        _in(tmp_path, lambda: load_user_files("ml.csv", None, None, None, None))
+
+
+def test_numbers_in_a_json_text_column_are_the_texts_they_are_written_as(tmp_path):
+    from tuneloop.data.sources import canonical_rows
+
+    (tmp_path / "n.jsonl").write_text('{"text": "alpha"}\n{"text": 42}\n{"text": 3.5}\n{"text": null, "note": "x"}\n')
+    rows = canonical_rows(str(tmp_path / "n.jsonl"), None, ("text",), None, None, False)
+    assert [next(rows)["text_a"] for _ in range(3)] == ["alpha", "42", "3.5"]
+    with pytest.raises(DataError, match=r"n\.jsonl: line 4: column 'text' has no text \(got None\)"):
+        next(rows)
+
+
+def test_empty_rows_in_a_file_to_predict_stop_naming_them_and_training_leaves_them_out(tmp_path, caplog):
+    """An empty line, a one-column file's "" and a sheet's blank row between rows: an error naming the line or row
+    in a file to predict (its predictions are numbered by row: skipping one would shift the ids after it); left
+    out of a training file and counted; blank lines and sheet rows after the last row are nothing."""
+    import logging
+
+    import openpyxl
+
+    from tuneloop.data.sources import canonical_rows
+
+    (tmp_path / "one.csv").write_text('text\nalpha one\n""\nbeta two\n\n\n')
+    (tmp_path / "gap.csv").write_text("text\nalpha one\n\nbeta two\n")
+    book = openpyxl.Workbook()
+    for cells in (["text"], ["alpha one"], [None], ["beta two"], [None], [None]):
+        book.active.append(cells)
+    book.save(tmp_path / "gap.xlsx")
+    for name, where in (("one.csv", "line 3"), ("gap.csv", "line 3"), ("gap.xlsx", "row 3")):
+        with pytest.raises(DataError, match=rf"{name}: {where}: every field is empty; drop the row or fill it in"):
+            list(canonical_rows(str(tmp_path / name), None, ("text",), None, None, False))
+    (tmp_path / "end.csv").write_text("text\nalpha one\nbeta two\n\n\n")
+    assert [r["pos"] for r in canonical_rows(str(tmp_path / "end.csv"), None, ("text",), None, None, False)] == [2, 3]
+    (tmp_path / "train.csv").write_text("text,label\nalpha one,a\n\nbeta two,b\n,\nalpha,a\n")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        raw = load_user_files(str(tmp_path / "train.csv"), None, None, None, None)
+    assert list(raw.train["pos"]) == [2, 4, 6]
+    assert any("2 line(s) with every field empty left out" in r.getMessage() for r in caplog.records)
+
+
+def test_pandas_default_to_csv_and_to_excel_index_is_set_aside(tmp_path, caplog):
+    """df.to_csv(path) and df.to_excel(path) write the index as a nameless first column: read as pandas' index
+    ('Unnamed: 0', as pandas reads it back), said, so `review,mood` is detected as it is without the index; a
+    nameless first column that does not hold whole numbers is not taken for one."""
+    import logging
+
+    import pandas as pd
+
+    from tuneloop.data.readers import file_columns
+
+    frame = pd.DataFrame({"review": ["alpha good", "beta bad"] * 5, "mood": ["pos", "neg"] * 5})
+    frame.to_csv(tmp_path / "d.csv")
+    frame.to_excel(tmp_path / "d.xlsx")
+    for name in ("d.csv", "d.xlsx"):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="tuneloop"):
+            raw = load_user_files(str(tmp_path / name), None, None, None, None)
+        assert raw.text_columns == ("review",) and sorted(set(raw.train["label"])) == ["neg", "pos"]
+        said = " ".join(r.getMessage() for r in caplog.records)
+        assert "its first column has no name and holds whole numbers: read as pandas' index" in said
+        assert "label 'mood' (the one other column)" in said and "not read: Unnamed: 0" in said
+    (tmp_path / "t.csv").write_text(",review,mood\nx,alpha,pos\n")
+    assert file_columns(str(tmp_path / "t.csv")) == ["", "review", "mood"]
+
+
+def test_columns_detected_in_the_training_file_and_missing_from_validation_are_said_so(tmp_path):
+    """Not "fix --text-columns", a flag never given: the column was detected in the training file, named; the
+    flag is suggested only where both files have the columns it would name."""
+    (tmp_path / "train.csv").write_text("review,stars\nalpha good,pos\nbeta bad,neg\n")
+    (tmp_path / "dev.csv").write_text("text,label\nalpha good,pos\nbeta bad,neg\n")
+    (tmp_path / "dev2.csv").write_text("review,verdict\nalpha good,pos\nbeta bad,neg\n")
+    with pytest.raises(DataError, match=r"^dev\.csv: no text column 'review', which tuneloop detected as the text in "
+                                        r"the training file train\.csv \(columns here: text, label\); give both files "
+                                        r"the same column names") as e:
+        _in(tmp_path, lambda: load_user_files("train.csv", "dev.csv", None, None, None))
+    assert "--text-columns" not in str(e.value)
+    with pytest.raises(DataError, match=r"^dev2\.csv: no label column 'stars', which tuneloop detected as the label"):
+        _in(tmp_path, lambda: load_user_files("train.csv", "dev2.csv", None, None, None))
+    (tmp_path / "both.csv").write_text("text,review,stars\nalpha good,a,pos\nbeta bad,b,neg\n")
+    (tmp_path / "dev3.csv").write_text("review,stars\nalpha good,pos\nbeta bad,neg\n")
+    with pytest.raises(DataError, match=r"both files have 'review': name it with --text-columns review$"):
+        _in(tmp_path, lambda: load_user_files("both.csv", "dev3.csv", None, None, None))
+
+
+def test_tsv_predictions_are_written_as_tsv_is_read(tmp_path):
+    """.tsv is read without quoting (GLUE's way) and written so: a text's quotes stay as they are and the file
+    reads back; a text with a tab or a line break, which such a file cannot hold, is refused naming its line."""
+    from tuneloop.data.readers import iter_rows
+    from tuneloop.predict.rows import write_predictions
+
+    rows = [{"id": "1", "text": 'beta "x"', "label": "pos"}, {"id": "2", "text": '"quoted"', "label": "neg"}]
+    write_predictions(rows, str(tmp_path / "p.tsv"))
+    assert (tmp_path / "p.tsv").read_text() == 'id\ttext\tlabel\n1\tbeta "x"\tpos\n2\t"quoted"\tneg\n'
+    assert [row for _, row in iter_rows(str(tmp_path / "p.tsv"))] == rows
+    write_predictions(rows, str(tmp_path / "p.csv"))                 # a .csv quotes as csv does, and reads back
+    assert [row for _, row in iter_rows(str(tmp_path / "p.csv"))] == rows
+    for bad in ("alpha line\nsecond", "a\tb"):
+        with pytest.raises(DataError, match=r"--output .*q\.tsv: line 3 \(id 2\), column 'text': holds a tab or a "
+                                            r"line break, .*write a \.csv or \.jsonl file instead"):
+            write_predictions([rows[0], {**rows[1], "text": bad}], str(tmp_path / "q.tsv"))
+        assert not (tmp_path / "q.tsv").exists()

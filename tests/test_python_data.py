@@ -300,3 +300,16 @@ def test_a_run_fed_from_python_exports_on_rows_given_again(tiny_model, tmp_path,
         assert gate["rows"] == 30 and gate["verdict"] == "pass"
         assert gate["pytorch"] == pytest.approx({k: v for k, v in expected.items() if k in gate["pytorch"]},
                                                 abs=1e-6)
+
+
+def test_a_frames_text_column_is_found_as_a_files_is_in_any_letter_case_or_by_its_usual_name(from_csv, frames):
+    """A model trained on `review` reads a frame headed `Review` (or ` review `), and one whose text column has a
+    usual name (`text`) beside an id, as `tuneloop predict --input` reads such a file; text_columns= in any case."""
+    _, dev = frames
+    clf = from_csv.classifier
+    texts = list(dev.review.head(4))
+    expected = list(clf.predict(pd.DataFrame({"review": texts})).label)
+    for frame in (pd.DataFrame({"id": [1, 2, 3, 4], "Review": texts}), pd.DataFrame({" review ": texts, "n": 1}),
+                  pd.DataFrame({"id": [1, 2, 3, 4], "Text": texts}), pd.DataFrame({"body": texts, "title": "x"})):
+        assert list(clf.predict(frame).label) == expected, list(frame.columns)
+    assert list(clf.predict(pd.DataFrame({"TXT": texts, "n": 1}), text_columns="txt").label) == expected

@@ -5,11 +5,14 @@ left over taken for the label where it can be nothing else."""
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from dataclasses import dataclass
 from typing import Optional
 
 from ..exceptions import DataError
+
+log = logging.getLogger("tuneloop")
 
 TEXT_COLUMN_PAIRS = [("sentence1", "sentence2"), ("question1", "question2"), ("premise", "hypothesis"),
                      ("question", "sentence"), ("question", "context"), ("query", "passage"),
@@ -104,3 +107,40 @@ def detect_columns(path: str, available: list, text: list[str] | None, label: st
             raise DataError(f"{path}: cannot tell which column holds the label (columns: {shown}); name it with "
                             "--label-column COLUMN")
     return Columns(text_cols, label_col, id_col, left_over)
+
+
+def pandas_index(path: str, names: list[str], first_row, say: bool = False) -> list[str]:
+    """`names` with a nameless first column named "Unnamed: 0", as pandas reads it, where it looks like the index
+    pandas' to_csv() / to_excel() write (the other columns named, a whole number in the first row): set aside
+    as that index (detect_columns), and said when `say`."""
+    if len(names) > 1 and not names[0] and all(names[1:]) and first_row and str(first_row[0]).strip().isdigit():
+        if say:
+            log.info(f"{path}: its first column has no name and holds whole numbers: read as pandas' index "
+                     "('Unnamed: 0', as to_csv() / to_excel() write it), not as data")
+        return ["Unnamed: 0", *names[1:]]
+    return names
+
+
+def missing_detected(path, available, detected, need_label) -> None:
+    """Nothing, or a DataError where the training file's columns were detected (not named) and this file lacks one:
+    said as such, naming the training file; the options that name columns suggested only where naming them for
+    both files would read this one."""
+    if detected is None:
+        return None
+    train, columns, available_there, text_found, label_found = detected
+    wanted = [("text", c) for c in columns.text if text_found] + (
+        [("label", columns.label)] if label_found and columns.label and need_label else [])
+    missing = next(((what, c) for what, c in wanted if named(available, c) is None), None)
+    if missing is None:
+        return None
+    try:                                  # what this file's own columns would be, were they detected here
+        here = detect_columns(str(path), available, None, None, need_label)
+        here = here.text if missing[0] == "text" else (here.label,)
+    except DataError:
+        here = ()
+    both = here and all(named(available_there, c) for c in here)
+    flag = "--text-columns" if missing[0] == "text" else "--label-column"
+    raise DataError(f"{path}: no {missing[0]} column {missing[1]!r}, which tuneloop detected as the {missing[0]} in "
+                    f"the training file {train} (columns here: {', '.join(map(str, available))}); " + (
+                        f"both files have {', '.join(map(repr, here))}: name it with {flag} {','.join(here)}"
+                        if both else f"give both files the same column names (rename {missing[1]!r} in one)"))

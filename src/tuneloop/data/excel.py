@@ -1,7 +1,8 @@
 """Excel workbooks (.xlsx, the `excel` extra: openpyxl) read as a CSV file is: the sheet's first row names the
 columns (below a report's title and blank rows, if any: _header_row), each later row is a row, its position the
 sheet's row number (the header is row 1), every cell as text (whole numbers without ".0", dates as ISO text:
-2020-01-02). Rows whose every cell is empty are left out: a sheet's formatting can reach far below its data. The
+2020-01-02). Rows whose every cell is empty after the last row with data are left out: a sheet's formatting can
+reach far below its data; those between rows are empty rows (left out of training, an error to predict). The
 first sheet unless the path names one: `book.xlsx#dev` is the sheet "dev" of book.xlsx (`sheet_path`), so one
 workbook can hold the training and validation rows."""
 
@@ -15,6 +16,7 @@ from typing import Iterator
 from .. import extras
 from ..exceptions import DataError
 from ..sheets import SHEET_MARK, sheet_path
+from .columns import pandas_index
 
 log = logging.getLogger("tuneloop")
 
@@ -45,10 +47,11 @@ def _header_row(head: list[tuple]) -> int:
     return 0
 
 
-def _header(path: str, cells: tuple, row: int = 1) -> list[str]:
+def _header(path: str, cells: tuple, row: int = 1, first_row=None, say: bool = False) -> list[str]:
     names = [_text(c) for c in cells]
     while names and not names[-1]:
         names.pop()                                   # empty cells after the last column name
+    names = pandas_index(path, names, [_text(c) for c in first_row or ()], say)   # to_excel()'s index, A1 empty
     if not names:
         raise DataError(f"{path}: the sheet's first row is empty; it needs the column names")
     blank = next((i for i, n in enumerate(names) if not n), None)
@@ -101,16 +104,19 @@ def excel_rows(path: str, header_only: bool = False) -> Iterator[tuple[int, dict
             title = next((_text(c) for row in above for c in row if _text(c)), "")
             log.info(f"{path}: row{'s 1-' if len(above) > 1 else ' '}{len(above)} above the column names left out"
                      + (f" (a title: {title[:60]!r})" if title else "") + f"; the header is row {len(above) + 1}")
-        header = _header(path, cells, len(above) + 1)
+        header = _header(path, cells, len(above) + 1, head[at + 1] if len(head) > at + 1 else None,
+                         say=not header_only)
         if header_only:
             yield len(above) + 1, dict.fromkeys(header, "")
             return
-        seen = 0
+        seen, blank = 0, []
         for number, cells in enumerate(rows, start=len(above) + 2):
             values = [_text(c) for c in cells[:len(header)]] + [""] * max(0, len(header) - len(cells))
             if not any(values):
+                blank.append(number)              # yielded (as an empty row) when a row with data comes after it
                 continue
-            seen += 1
+            yield from ((line, dict.fromkeys(header, "")) for line in blank)
+            seen, blank = seen + 1, []
             yield number, dict(zip(header, values, strict=True))
         if not seen:
             raise DataError(f"{path}: no data rows (the sheet {sheet.title!r} holds only its header row)")

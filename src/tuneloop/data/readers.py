@@ -13,6 +13,7 @@ import csv
 import functools
 import importlib
 import io
+import itertools
 import json
 import logging
 import os
@@ -23,13 +24,14 @@ from typing import Iterator
 
 from ..exceptions import DataError
 from ..sheets import data_file
+from .columns import pandas_index
 
 log = logging.getLogger("tuneloop")
 
 _FIELD_LIMIT = min(sys.maxsize, 2**31 - 1)     # csv's default (128 KiB a field) is too small for long documents
 # TSV is read without quote processing, as GLUE ships its files: their fields hold unbalanced double quotes
 _DIALECTS = {"csv": {"delimiter": ",", "quoting": csv.QUOTE_MINIMAL},
-             "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE}}
+             "tsv": {"delimiter": "\t", "quoting": csv.QUOTE_NONE, "quotechar": None}}
 
 
 def csv_dialect(fmt: str) -> dict:
@@ -37,9 +39,23 @@ def csv_dialect(fmt: str) -> dict:
     return dict(_DIALECTS[fmt])
 
 
+def delimited_text(rows, names: list[str], fmt: str, where: str) -> str:
+    """`rows` as a .csv or .tsv file that reads back as they are: a .tsv without quoting (as it is read), a field
+    with a tab or a line break, which it cannot hold, a DataError naming its line and column."""
+    writer = csv.DictWriter(buffer := io.StringIO(), fieldnames=names, **csv_dialect(fmt), lineterminator="\n")
+    writer.writeheader()
+    for line, row in enumerate(rows, 2):
+        try:
+            writer.writerow(row)
+        except csv.Error:
+            column = next(c for c, v in row.items() if any(ch in str(v) for ch in "\t\n\r"))
+            raise DataError(f"{where}: line {line}" + (f" (id {row['id']})" if "id" in row else "") + f", column "
+                            f"{column!r}: holds a tab or a line break, which a .tsv file (read without quoting, as "
+                            "GLUE writes it) cannot hold; write a .csv or .jsonl file instead") from None
+    return buffer.getvalue()
+
+
 OTHER_SEPARATORS = (";", "\t", "|")    # a .csv whose header has none of its commas but one of these is read with it
-
-
 _SEP_LINE = re.compile(r"sep=([,;\t|])", re.IGNORECASE)   # Excel's first line naming a .csv's separator
 
 
@@ -185,10 +201,11 @@ def _utf16_lines(path: str, f) -> Iterator[str]:
         text.detach()                                  # _open_bytes closes the file
 
 
-def _header(path: str, header: list[str]) -> list[str]:
+def _header(path: str, header: list[str], first_row=None, say: bool = False) -> list[str]:
     """A CSV/TSV header's column names without the spaces around them ("text, label" names "label"); a name given
-    twice is refused (the second column's values replaced the first's without a word)."""
-    names = [name.strip() for name in header]
+    twice is refused (the second column's values replaced the first's without a word); pandas' nameless index
+    column named as pandas reads it (pandas_index)."""
+    names = pandas_index(path, [name.strip() for name in header], first_row, say)
     twice = next((name for i, name in enumerate(names) if name and name in names[:i]), None)   # "" of trailing ,,
     if twice is not None:
         raise DataError(f"{path}: the header names the column {twice!r} {names.count(twice)} times; give each "
@@ -215,14 +232,18 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
             header = next(reader, None)               # Excel's sep= line: the header is the next one
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
-        header = header if names else _header(path, header)
         seen, start = 0, reader.line_num + 1           # start: the line the row being read begins on
-        for row in reader:
+        rows = iter(reader)
+        after = next(rows, None)                       # the first row: whether a nameless first column is an index
+        header = header if names else _header(path, header, after, say=True)
+        blank: list[int] = []             # empty lines and ",,," rows: yielded as empty rows when a row follows them
+        for row in itertools.chain([after] if after is not None else [], rows):
             first, start = start, reader.line_num + 1
-            if not row or row == [""]:
-                continue  # blank line
             if not any(field.strip() for field in row):
-                row = [""] * len(header)      # ",,," (a spreadsheet's empty rows): empty fields whatever their count
+                blank.append(first)           # every field empty, whatever their count; the ones at the end: none
+                continue
+            yield from ((line, dict.fromkeys(header, "")) for line in blank)   # (training leaves them out, counted;
+            blank = []                                                        # a file to predict: an error)
             if len(row) != len(header):
                 quoted = fmt == "tsv" and len(row) > len(header) and any(f.startswith('"') for f in row) and \
                     any(f.endswith('"') for f in row)
@@ -232,7 +253,7 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
                                     "writes them): save the file as .csv, or take the tabs out of its texts"
                                     if quoted else "fix or remove that line"))
             seen += 1
-            yield reader.line_num, dict(zip(header, row, strict=True))
+            yield first, dict(zip(header, row, strict=True))          # a row spanning lines: where it starts
     except csv.Error as e:
         raise DataError(f"{path}: {_lines(start, reader.line_num)}: malformed {fmt.upper()} ({e}); check its "
                         "quoting") from None
@@ -365,11 +386,14 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
             header = next(rows, None)
             if fmt == "csv" and _is_sep_line(header):
                 header = next(rows, None)
+            first_row = next(rows, None)
+        except csv.Error:
+            first_row = None              # a malformed first row: the reader names it
         finally:
             csv.field_size_limit(limit)
         if not header or header == [""]:
             raise DataError(f"{path}: the file is empty; it needs a header line and at least one row")
-        return _header(path, header)
+        return _header(path, header, first_row)
     for _, row in _json_rows(path, fmt):
         return list(row)
     return []

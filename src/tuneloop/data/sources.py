@@ -17,14 +17,14 @@ from typing import Iterator, Optional
 from ..exceptions import DataError
 from ..sheets import SHEET_MARK, sheet_path
 from ..tasks import HUB_DATASET, GlueFile, TaskSpec, get_task
-from .columns import Columns, detect_columns
+from .columns import Columns, detect_columns, missing_detected
 from .memory import Table
 from .readers import file_columns, iter_rows, position_word
 
 log = logging.getLogger("tuneloop")
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "5"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "6"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -80,20 +80,22 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
     label_kinds: dict = {}
     idx = empty = 0
     for position, row in rows:
-        if need_label and not isinstance(path, Table) and not any(v is not None and str(v).strip()
-                                                                  for v in row.values()):
-            empty += 1         # every field empty (",,," rows a spreadsheet leaves): no example; kept when predicting,
-            continue           # where the output's ids are the rows' order
+        if not isinstance(path, Table) and not any(v is not None and str(v).strip() for v in row.values()):
+            if not need_label:         # predictions are numbered by row: one left out would shift the ids after it
+                raise DataError(f"{where}: {word} {position}: every field is empty; drop the row or fill it in (a "
+                                "file to predict keeps its every row, numbered in order)")
+            empty += 1         # every field empty (",,," rows a spreadsheet leaves): no example
+            continue
         texts = []
         for column in text:
             value = row.get(column)
-            if value is None or isinstance(value, float):
+            if value is None or (isinstance(value, float) and math.isnan(value)):
                 raise DataError(f"{where}: {word} {position}: column {column!r} has no text (got {value!r})")
             if isinstance(value, (dict, list, tuple)):                  # JSON's objects and arrays: str() of them
                 kind = "a JSON object" if isinstance(value, dict) else "a list"
                 raise DataError(f"{where}: {word} {position}: column {column!r} holds {kind}, not a text "
                                 f"({str(value)[:60]}); give the text itself")
-            value = str(value)
+            value = str(value)                  # a number (JSON's 42 or 3.5) is read as the text it is written as
             if (broken := half_character(value)) is not None:
                 raise DataError(f"{where}: {word} {position}: column {column!r} {broken}")
             if not value.strip():
@@ -108,7 +110,7 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
             raise DataError(f"{where}: {word} {position}: empty label in column {label!r}; every "
                             "training/evaluation example needs one (multi-label: write [] for a row with none of the "
                             "labels)")
-        out = {"idx": idx, "pos": position, "id": str(row[id_col]) if id_col else str(idx),
+        out = {"idx": idx, "pos": position, "id": _row_id(row, id_col, where, word, position) if id_col else str(idx),
                "text_a": texts[0], "text_b": texts[1] if len(texts) > 1 else None, "label": raw_label}
         if keep:                               # every column as read (predict's output keeps the input's columns)
             out["input"] = row
@@ -116,6 +118,17 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
         idx += 1
     if empty:
         log.info(f"{where}: {empty} {word}(s) with every field empty left out")
+
+
+def _row_id(row: dict, column: str, where, word, position) -> str:
+    """The row's id: a row without one (a JSON key missing, null, an empty cell) is an error naming it, in every
+    format alike (an id made up for it, or "None", would not join back to anything)."""
+    value = row.get(column)
+    if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+        raise DataError(f"{where}: {word} {position}: no id in column {column!r} "
+                        f"({'missing' if column not in row else 'got ' + repr(value)}); give every row its id, or "
+                        "drop (or rename) the column to number the rows")
+    return str(value)
 
 
 def canonical_rows(path, names, text, label, id_col, need_label, keep=False) -> Iterator[dict]:
@@ -139,8 +152,9 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     else:
         file, sheet = sheet_path(path)           # book.xlsx#dev: the workbook's file, its sheet in the path
         stat = os.stat(file)
-        gen_kwargs["path"] = str(Path(file).resolve()) + (SHEET_MARK + sheet if sheet else "")
-        fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, stat.st_size, stat.st_mtime_ns])
+        gen_kwargs["path"] = path                # as given: messages name it so; the cache, by the file itself
+        fingerprint = Hasher.hash([READER_VERSION, split, gen_kwargs, str(Path(file).resolve()) + (
+            SHEET_MARK + sheet if sheet else ""), stat.st_size, stat.st_mtime_ns])
     features = datasets.Features({"idx": datasets.Value("int64"), "pos": datasets.Value("int64"),
                                   "id": datasets.Value("string"),
                                   "text_a": datasets.Value("string"), "text_b": datasets.Value("string"),
@@ -270,18 +284,22 @@ def load_user_files(train_file: str | None, validation_file: str | None, test_fi
     text = list(known_text) if known_text else text_columns
     label = label_column
     tables, source, stats = {}, {}, {}
-    columns = None
+    columns = detected = None            # detected: (the training file, its Columns) where tuneloop found them
     for split, path, need_label in (("train", train_file, True), ("validation", validation_file, True),
                                     ("test", test_file, False)):
         if not path:
             continue
+        available = path.columns if isinstance(path, Table) else file_columns(path)
         if isinstance(path, Table):
-            columns = _python_words(lambda: detect_columns(str(path), path.columns, text, label, need_label),
-                                    path.hint)
+            columns = _python_words(lambda: missing_detected(path, available, detected, need_label)
+                                    or detect_columns(str(path), available, text, label, need_label), path.hint)
         else:
-            columns = detect_columns(path, file_columns(path), text, label, need_label)
+            columns = missing_detected(path, available, detected, need_label) \
+                or detect_columns(path, available, text, label, need_label)
+        if split == "train":
+            detected = (path, columns, available, not text, not label)
         if split == "train" and not (text and (label or not need_label)):
-            said_columns(path, columns, path.columns if isinstance(path, Table) else file_columns(path))
+            said_columns(path, columns, available)
         text, label = list(columns.text), columns.label or label
         tables[split] = read_table(path, columns, need_label=need_label, split=split, stats=stats)
         source[split] = str(path)

@@ -3,7 +3,8 @@ as a DataFrame with the input's index, `label` (or `score`) and one `prob_<class
 
 from __future__ import annotations
 
-from ..exceptions import TuneloopError
+from ..data.columns import detect_columns, named
+from ..exceptions import DataError, TuneloopError
 from .inputs import Framed, checked
 
 
@@ -12,18 +13,28 @@ def is_frame(data) -> bool:
 
 
 def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -> list[str]:
-    """The model's own text columns when the frame has them, else its only one (two for a pair model)."""
+    """The columns given, or the model's own text columns when the frame has them, in any letter case or with
+    spaces around them (data.columns.named, as a file's are found); else those detected by their usual names
+    (`review`, `sentence1,sentence2`), as `tuneloop predict --input` finds a file's; else the frame's only column
+    (two for a pair model)."""
     columns = [str(c) for c in frame.columns]           # pd.DataFrame(texts) names its column 0: read as "0"
     if given:
         names = [str(c) for c in ([given] if isinstance(given, str) else list(given))]
-        missing = [c for c in names if c not in columns]
+        missing = [c for c in names if named(columns, c) is None]
         if missing:
             raise TuneloopError(f"text_columns: the DataFrame has no column {missing[0]!r} (columns: "
                                 f"{', '.join(columns)})")
-        return names
-    if recorded and set(recorded) <= set(columns):
-        return list(recorded)
+        return [named(columns, c) for c in names]
+    found = [named(columns, c) for c in recorded]
+    if recorded and None not in found:
+        return found
     want = 2 if pair else 1
+    try:
+        detected = list(detect_columns("DataFrame", columns, None, None, need_label=False).text)
+    except DataError:
+        detected = []
+    if detected and (len(detected) == want or (pair is None and not recorded)):
+        return detected
     if len(columns) == want or (pair is None and len(columns) in (1, 2)):
         return columns
     reads = f"the model reads {', '.join(recorded)}" if recorded else f"the model reads {want} text column(s)"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
 import os
@@ -16,7 +14,7 @@ from .. import extras
 from ..atomic import atomic_write_bytes, atomic_write_text
 from ..data.excel import workbook_bytes
 from ..data.label_numbers import _as_float
-from ..data.readers import csv_dialect
+from ..data.readers import delimited_text
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
 from ..objective import Objective, objective_for
@@ -184,12 +182,8 @@ def write_predictions(rows: list[dict], path: str, glue: bool = False, labels=No
         if suffix == ".jsonl":
             text = "".join(_json_line(r) for r in rows)
         else:
-            buffer = io.StringIO()
-            writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["id"],
-                                    delimiter=csv_dialect(suffix[1:])["delimiter"], lineterminator="\n")
-            writer.writeheader()
-            writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
-            text = buffer.getvalue()
+            text = delimited_text(({k: _cell(v) for k, v in row.items()} for row in rows),   # as it is read
+                                  list(rows[0]) if rows else ["id"], suffix[1:], f"--output {path}")
     if path == STDOUT:
         try:
             sys.stdout.write(text)
