@@ -133,3 +133,50 @@ def test_the_loop_runs_a_plugged_in_step(tiny_model, shared_mrpc_dir, tmp_path):
     assert len(made) == 1 and made[0].calls == plain["train"]["steps"] == 2 * 25     # 200 rows, batch 8
     assert made[0].rows == 2 * 200
     assert plugged["eval"] == pytest.approx(plain["eval"], abs=1e-6)      # the same step, the same run
+
+
+class OneOfTwo:
+    """A one-process Accelerator seen as one of two processes: the other one's loss is non-finite when `other_bad`
+    (its share of the sum `reduce` takes across the processes)."""
+
+    num_processes = 2
+
+    def __init__(self, accelerator, other_bad: bool):
+        self.accelerator, self.other_bad = accelerator, other_bad
+
+    def __getattr__(self, name):
+        return getattr(self.accelerator, name)
+
+    def reduce(self, tensor, reduction="sum"):
+        assert reduction == "sum"
+        return tensor + float(self.other_bad)
+
+
+def test_a_non_finite_loss_on_another_process_skips_the_batch_on_every_process(tiny_model):
+    """--skip-nonfinite-batches under several processes: a batch is skipped on all of them when any one's loss is
+    non-finite (a process that ran backward alone would wait in the gradients' all-reduce forever); in one process,
+    as before. The distillation step shares the decision."""
+    from accelerate import Accelerator
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from tuneloop.training.step import DistillStep
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    batch = BatchCollator(tokenizer)([dict(tokenizer(text), labels=label) for text, label in
+                                      [("the cat is good", 1), ("a dog is bad", 0)]])
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(tiny_model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    accelerator = Accelerator(cpu=True)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    before = model.classifier.weight.detach().clone()
+    outcomes = {}
+    for name, acc in (("other bad", OneOfTwo(accelerator, True)), ("both fine", OneOfTwo(accelerator, False)),
+                      ("one process", accelerator)):
+        step = AccelerateStep(acc, model, optimizer, objective_for(SINGLE_LABEL), skip_nonfinite=True)
+        weights = model.classifier.weight.detach().clone()
+        out = step(batch)
+        outcomes[name] = (out.skipped, not torch.equal(model.classifier.weight, weights))
+    assert outcomes == {"other bad": (True, False), "both fine": (False, True), "one process": (False, True)}
+    assert not torch.equal(model.classifier.weight, before)
+    assert DistillStep.__call__ is AccelerateStep.__call__ and DistillStep.nonfinite is AccelerateStep.nonfinite

@@ -113,7 +113,7 @@ def cmd_tasks(ns) -> int:
 def cmd_evaluate(ns) -> int:
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, evaluation
-    from ..runtime.process import command_scope
+    from ..runtime.process import command_scope, is_main_process
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
     if ns.output:
@@ -122,6 +122,8 @@ def cmd_evaluate(ns) -> int:
     model = model_place(ns, "model", "RUN_OR_MODEL")
     with command_scope(quiet), Classifier.load(model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
         results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
+    if not is_main_process():                   # under a launcher: one process speaks
+        return 0
     ev = results["eval"]
     print(f"decision rule: {results['decision_rule']} | precision: {clf.precision}")
     print(f"eval ({ev['num_samples']} examples): {metrics_text(ev)}")
@@ -215,6 +217,7 @@ def cmd_predict(ns) -> int:
 def _predict_with(ns, output: str | None, loaded) -> int:
     from ..predict.evaluate import predict_file
     from ..predict.rows import STDOUT
+    from ..runtime.process import is_main_process
 
     with loaded as clf:
         if ns.texts:                      # one example: its row, as a prediction file holds it
@@ -232,10 +235,13 @@ def _predict_with(ns, output: str | None, loaded) -> int:
             items, _ = clf.items(ns.texts[0] if len(ns.texts) == 1 else tuple(ns.texts))   # checked as predict checks
             row = clf.table_rows(["0"], clf.logits(items), raw=ns.raw)[0]
             row.pop("id")
-            print(json.dumps(row))
+            if is_main_process():             # under a launcher: one process speaks
+                print(json.dumps(row))
             return 0
         count = predict_file(clf, ns.input, output, glue=ns.glue, batch_size=ns.batch_size,
                              text_columns=ns.text_columns, quiet=ns.quiet, raw=ns.raw, keep_columns=ns.keep_columns)
+    if not is_main_process():                   # under a launcher: one process speaks
+        return 0
     print(f"wrote {count} predictions to {'standard output' if output == STDOUT else output} (precision: "
           f"{clf.precision})", file=sys.stderr if output == STDOUT else sys.stdout)
     return 0
@@ -252,9 +258,12 @@ def cmd_search(ns, on_step=None) -> int:
     extras.require("postgres" if (ns.storage or "").startswith("postgres") else "search")
     from ..config.resolve import resolve_config
     from ..experiments.search import SearchOptions, search
+    from ..runtime.process import is_main_process
 
     config = resolve_config(**options_from_namespace(ns))
     summary = search(config, SearchOptions(ns.space, ns.trials, ns.storage, ns.study, ns.pruner, ns.resume), on_step)
+    if not is_main_process():                   # under a launcher: one process speaks
+        return 0
     print(f"{summary['finished']} finished trials ({summary['pruned']} pruned)")
     best = summary.get("best")
     if best:

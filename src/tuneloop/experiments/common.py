@@ -14,11 +14,15 @@ from ..training.checkpoint import list_checkpoints
 def interrupted_in(folder: Path, stopped: Interrupted, command: str, output_dir) -> Interrupted:
     """The stop of one run of a many-run command, told as that command's: the run's own line would resume the run
     alone, outside its experiment or study (its summary or best never written)."""
+    import torch.distributed as dist
+
     saved = list_checkpoints(folder)
     where = f"; checkpoint saved in {saved[0]}" if saved else ""
-    return Interrupted(f"interrupted in {folder.name}{where}. Resume with the command that started it and --resume "
-                       f"(tuneloop {command} ... --output-dir {output_dir} --resume: finished runs are read back, "
-                       f"{folder.name} resumes from its checkpoint)", stopped.signal_number)
+    processes = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    launcher = f" under the same launcher with {processes} processes" if processes > 1 else ""
+    return Interrupted(f"interrupted in {folder.name}{where}. Resume with the command that started it and --resume"
+                       f"{launcher} (tuneloop {command} ... --output-dir {output_dir} --resume: finished runs are read "
+                       f"back, {folder.name} resumes from its checkpoint)", stopped.signal_number)
 
 
 def resume_point(folder: Path) -> str | None:

@@ -27,7 +27,7 @@ from ..exceptions import ConfigError, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
                       RUN_LOCK, SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
 from ..runtime import folder_lock, machine
-from ..runtime.process import console_logging, library_output
+from ..runtime.process import console_logging, library_output, process_group_kept
 from ..sheets import is_data_file
 from ..tasks import MULTI_LABEL, REGRESSION
 from ..training.loop import run_training
@@ -97,7 +97,12 @@ def check_options(cfg: TrainConfig) -> None:
 
 def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     """Label the texts with the teacher (once), train the student on them, compare; returns results.json's
-    contents (with `distillation`)."""
+    contents (with `distillation`). The student's run and the labels-only one share a launch's process group."""
+    with process_group_kept():
+        return _distill(config, on_step)
+
+
+def _distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
     from accelerate import PartialState
 
     check_options(config)

@@ -53,9 +53,9 @@ def planned_runs(config: TrainConfig) -> list[tuple[str, dict]]:
 def run_experiment(config: TrainConfig, on_step: Callable | None = None) -> dict:
     """Run every planned run (skipping finished ones on --resume), then summarise into OUT/; what the experiment
     says between its runs (a run read back, a collapse retried) on stderr, as each run's own lines."""
-    from ..runtime.process import console_logging
+    from ..runtime.process import console_logging, process_group_kept
 
-    with console_logging(config.quiet):
+    with console_logging(config.quiet), process_group_kept():     # the runs share the processes' group; then down
         return _experiment(config, on_step)
 
 

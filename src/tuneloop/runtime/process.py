@@ -80,7 +80,9 @@ def console_logging(quiet: bool, run_log: bool = False):
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     handler.setLevel(logging.WARNING if quiet else logging.INFO)
-    handler.addFilter(lambda record: getattr(record, "console", True))    # e.g. progress lines beside a bar
+    handler.addFilter(lambda record: getattr(record, "console", True)     # e.g. progress lines beside a bar
+                      # one process speaks: a launch's others print none of its notes or warnings (errors: cli/main)
+                      and (record.levelno >= logging.ERROR or is_main_process()))
     log.handlers[:] = [handler]
     log.setLevel(logging.INFO if run_log or not quiet else logging.WARNING)
     log.propagate = False
@@ -156,6 +158,101 @@ def settle_processes(accelerator) -> None:
     accelerator.wait_for_everyone()
     if accelerator.num_processes > 1:
         time.sleep(0.2)
+
+
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "PMI_RANK")   # torchrun, accelerate, mpirun
+
+
+def process_rank() -> int:
+    """This process's number in the launch (0 in one process): Accelerate's, once its state is set up; before that
+    the launcher's environment (what Accelerate reads), so a command knows it before any Accelerator exists."""
+    accelerate_state = sys.modules.get("accelerate.state")
+    if accelerate_state is not None and accelerate_state.PartialState._shared_state:
+        return accelerate_state.PartialState().process_index
+    return next((int(os.environ[name]) for name in RANK_VARIABLES if os.environ.get(name, "").isdigit()), 0)
+
+
+def is_main_process() -> bool:
+    """The process that prints and writes (the only one without a launcher)."""
+    return process_rank() == 0
+
+
+_group_users = 0          # process_group_kept scopes open: the runs inside them leave the process group up
+
+
+@contextlib.contextmanager
+def process_group_kept():
+    """Around a command that trains several runs in the same processes (an experiment's seeds or folds, a search's
+    trials, a distillation's student and labels-only runs): each run's end (end_process_group) leaves the process
+    group up for the next; the outermost scope's normal end takes it down, once, so the processes exit cleanly (a
+    raise leaves it, as a failed run's does)."""
+    global _group_users
+    _group_users += 1
+    try:
+        yield
+    finally:
+        _group_users -= 1
+    end_process_group()
+
+
+def end_process_group() -> None:
+    """The last barrier (settle_processes), then the process group destroyed, as accelerate's end_training does;
+    nothing within process_group_kept (the caller's next run needs the group), nor where no group was set up."""
+    import torch.distributed as dist
+
+    if _group_users or not (dist.is_available() and dist.is_initialized()):
+        return
+    from accelerate import PartialState
+
+    state = PartialState()
+    settle_processes(state)
+    state.destroy_process_group()
+
+
+def main_process_first(accelerator, read):
+    """`read()` on the main process, then on the others (they reuse its cache), as accelerate's main_process_first;
+    but where it raises on the main process, every process raises (a TuneloopError as it is, other errors as one
+    that says so): the others would otherwise wait for it at the barrier, then die on its closed connection with a
+    traceback of their own."""
+    if accelerator.num_processes == 1:
+        return read()
+    from accelerate.utils import broadcast_object_list
+
+    from ..exceptions import TuneloopError
+
+    failed = [None]
+    if accelerator.is_main_process:
+        try:
+            result = read()
+        except BaseException as error:
+            failed[0] = error
+    shared = [portable_error(failed[0])]
+    broadcast_object_list(shared, from_process=0)       # the others wait here, as at the barrier
+    if failed[0] is not None:
+        raise failed[0]
+    if isinstance(shared[0], TuneloopError):
+        raise shared[0]
+    if shared[0] is not None:                   # the main process's traceback says it: this one says nothing more
+        error = TuneloopError(f"the main process stopped with {shared[0]}")
+        error.said_by_main = True
+        raise error
+    return result if accelerator.is_main_process else read()
+
+
+def portable_error(error: BaseException | None):
+    """`error` as it can travel to the other processes: a TuneloopError that pickles as itself; else its text."""
+    import pickle
+
+    from ..exceptions import TuneloopError
+
+    if error is None:
+        return None
+    if isinstance(error, TuneloopError):
+        try:
+            return pickle.loads(pickle.dumps(error))
+        except Exception:  # noqa: BLE001 - an error class whose arguments are not its message
+            return TuneloopError(str(error))
+    return f"{type(error).__name__}: {error}"
 
 
 @contextlib.contextmanager

@@ -80,7 +80,8 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                         saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
                                                            cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))
                 if signal_number:
-                    raise Interrupted(signals.how_to_resume(cfg, state.step, saved, r.output_dir), signal_number)
+                    raise Interrupted(signals.how_to_resume(cfg, state.step, saved, r.output_dir, acc.num_processes),
+                                      signal_number)
                 if on_step is not None:
                     on_step(state)
                 if stopping:

@@ -50,10 +50,18 @@ class StopSignals(contextlib.AbstractContextManager):
         self.signal_number = signum
         log.warning("stopping at the end of this step to save a checkpoint (Ctrl-C again to stop at once)")
 
-    def how_to_resume(self, config, step: int, saved, output_dir) -> str:
+    def how_to_resume(self, config, step: int, saved, output_dir, num_processes: int = 1) -> str:
         """The one line a run stopped by a signal ends with, after its checkpoint: how to resume it (a distilled
-        student through `tuneloop distill`, whose resume reuses the teacher's outputs)."""
+        student through `tuneloop distill`, whose resume reuses the teacher's outputs); a run of several processes
+        under the launcher that started it, with as many (a checkpoint resumes with the processes it was saved
+        by: checkpoint.check_resumable)."""
         command = "distill" if config.teacher else "train"
+        if num_processes > 1:
+            return (f"interrupted at step {step}; checkpoint saved in {saved} by {num_processes} processes. Resume "
+                    f"under the same launcher with {num_processes} processes (e.g. accelerate launch --num_processes "
+                    f"{num_processes} -m tuneloop {command} ... --output-dir {output_dir} --resume; in Python: "
+                    f"tuneloop.{command}(..., output_dir={str(output_dir)!r}, resume='latest') in the launched "
+                    "script)")
         return (f"interrupted at step {step}; checkpoint saved in {saved}. Resume with: tuneloop {command} "
                 f"--output-dir {output_dir} --resume (in Python: tuneloop.{command}(..., "
                 f"output_dir={str(output_dir)!r}, resume='latest'))")

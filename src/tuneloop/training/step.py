@@ -50,7 +50,7 @@ class AccelerateStep:
         acc, model = self.accelerator, self.model
         with acc.accumulate(model):                               # no gradient sync on inner micro-steps
             logits, loss = self.forward_loss(batch)
-            skipped = self.skip_nonfinite and not torch.isfinite(loss.detach())   # a host sync: opt-in
+            skipped = self.skip_nonfinite and self.nonfinite(loss)      # a host sync: opt-in
             if not skipped:
                 acc.backward(loss)
             if acc.sync_gradients and self.max_grad_norm:
@@ -60,6 +60,15 @@ class AccelerateStep:
         update = acc.sync_gradients
         return StepOutput(loss.detach(), logits.detach(), bool(skipped), update,
                           update and not acc.optimizer_step_was_skipped)
+
+    def nonfinite(self, loss: torch.Tensor) -> bool:
+        """The loss is NaN or infinite, on this process or (several processes) on any: every process then skips
+        its batch, as one process skips it — a process that ran backward alone would wait in the gradients'
+        all-reduce for the others forever."""
+        finite = torch.isfinite(loss.detach())
+        if self.accelerator.num_processes == 1:
+            return not finite
+        return bool(self.accelerator.reduce((~finite).float().reshape(1), reduction="sum") > 0)
 
     def forward_loss(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
         """(logits, the batch's training loss): forward, then `loss`."""
