@@ -229,7 +229,7 @@ def test_early_stopping(tiny_model, tmp_path):
 def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
     from tuneloop.training import setup_steps as setup
 
-    real_load = setup.load_model
+    real_load = setup.load_starting_model
 
     def poisoned_load(*args, **kwargs):
         loaded = real_load(*args, **kwargs)
@@ -243,7 +243,7 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
         model.classifier.register_forward_hook(hook)
         return loaded
 
-    monkeypatch.setattr(setup, "load_model", poisoned_load)
+    monkeypatch.setattr(setup, "load_starting_model", poisoned_load)
     with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
         tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "a", max_steps=10, save_every=None)))
     with pytest.raises(TuneloopError, match=r"loss became nan by step 4"):   # a run shorter than --log-every: the

@@ -542,3 +542,22 @@ def test_the_reports_section_says_how_near_the_student_is_without_a_share_kept()
     assert "The student runs at 2.50× the teacher's rows/s, and answers as the teacher on 75.0% of the rows." in shown
     kept = "".join(distillation_section(SimpleNamespace(results={"distillation": {**d, "kept": 0.9}})))
     assert "The student keeps 90.0% of the teacher's accuracy at 2.50× its rows/s" in kept
+
+
+def test_a_lora_teachers_student_is_cut_from_its_merged_layers(tiny_model, files, tmp_path):
+    """--teacher <a --lora run> with --student-layers (--student-init auto: the teacher is the same network): the
+    student is cut from the teacher's base with its adapters merged in, not from the adapter folder (no weights)."""
+    from safetensors.torch import load_file
+
+    teacher = tmp_path / "teacher"
+    tuneloop.train(**fast_options(tiny_model, lora=True, lr=1e-2, max_steps=4, output_dir=str(teacher)),
+                   train_file=files["labelled"], validation_file=files["dev"])
+    out = tmp_path / "student"
+    result = tuneloop.distill(teacher=str(teacher), unlabeled_file=files["unlabeled"], student_layers=1, max_steps=2,
+                              **options(tiny_model, out))
+    assert result["distillation"]["setup"]["student_from"]["model"] == str(teacher / "model")
+    layer = "encoder.layer.0.attention.self.query.weight"             # one of the adapted matrices
+    cut = load_file(out / "distill" / "student_init" / "model.safetensors")[layer]
+    with tuneloop.load(teacher) as merged:
+        assert torch.equal(cut, merged.model.state_dict()["bert." + layer])
+    assert not torch.equal(cut, load_file(f"{tiny_model}/model.safetensors")["bert." + layer])

@@ -218,3 +218,39 @@ def test_long_texts_in_windows_for_relative_positions_and_decoders(key, pairs, t
     assert again["accuracy"] == pytest.approx(results["eval"]["accuracy"])
     tolerance = 1e-4 if torch.cuda.is_available() else 1e-5    # CUDA: bf16
     assert again["loss"] == pytest.approx(results["eval"]["loss"], abs=tolerance)
+
+
+def test_a_decoder_config_naming_another_pad_id_pools_each_rows_own_last_token(pairs, tmp_path_factory, tmp_path,
+                                                                               caplog):
+    """config.json names pad id 0 while the tokenizer pads with EOS (2): the head, pooling the last token that is not
+    config.pad_token_id, would read right padding, and a row's prediction would depend on its batch. The config takes
+    the tokenizer's id at training (said once in train.log) and at load of a folder that still names the other."""
+    import logging
+    import shutil
+
+    base = tmp_path / "llama"
+    shutil.copytree(family_folder("llama", tmp_path_factory), base)
+    for name, key, value in (("config.json", "pad_token_id", 0), ("tokenizer_config.json", "padding_side", "right")):
+        (base / name).write_text(json.dumps({**json.loads((base / name).read_text()), key: value}))
+    rows = [("one", "dog"), (" ".join(["story in plane was alpha a is"] * 4), "car big blue beta likes eats " * 4),
+            ("to story", "car")]
+
+    def batched_and_alone(folder):
+        with tuneloop.load(folder) as clf:
+            assert clf.tokenizer.padding_side == "right" and clf.model.config.pad_token_id == clf.tokenizer.pad_token_id
+            return clf.predict_proba(rows, raw=True), np.concatenate([clf.predict_proba([r], raw=True) for r in rows])
+
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(str(base), epochs=1), task="mrpc", data_dir=str(pairs), output_dir=str(out))
+    assert (out / "train.log").read_text().count("pad token:") == 1
+    assert json.loads((out / "model" / "config.json").read_text())["pad_token_id"] == 2
+    together, alone = batched_and_alone(out)
+    assert np.allclose(together, alone, atol=1e-5)
+    old = tmp_path / "old"                              # as an earlier tuneloop saved it: the config's own id
+    shutil.copytree(out / "model", old)
+    (old / "config.json").write_text(json.dumps({**json.loads((old / "config.json").read_text()), "pad_token_id": 0}))
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        together_old, alone_old = batched_and_alone(old)
+    assert np.allclose(together_old, alone_old, atol=1e-5) and np.allclose(together_old, together, atol=1e-5)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("pad token:")]
+    assert len(said) == 1 and "names pad id 0, its tokenizer pads with id 2" in said[0]

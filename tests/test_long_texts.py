@@ -232,3 +232,49 @@ def test_two_processes_pool_the_same_one_row_per_input(windowed_run, long_docs, 
     evaluated = json.loads(target.read_text())["eval"]
     assert evaluated["num_samples"] == 41
     assert evaluated["accuracy"] == pytest.approx(results["eval"]["accuracy"], abs=1e-6)
+
+
+def test_the_default_max_length_keeps_within_the_models_positions(tmp_path_factory, tmp_path, caplog):
+    """A tokenizer that names no maximum (transformers' 1e30, as many Hub tokenizers ship) on a model with 128
+    position embeddings: the default is 128, not 512 (said), in training and in predict, evaluate and serve — also
+    for a run an earlier tuneloop saved with 512 recorded, and for a plain model folder."""
+    import logging
+    import shutil
+
+    from families import family_folder
+
+    base = tmp_path / "bert"
+    shutil.copytree(family_folder("bert", tmp_path_factory), base)
+    config = json.loads((base / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    (base / "tokenizer_config.json").write_text(json.dumps(config))
+    long_text = "alpha " + "dog runs fast " * 60                    # about 180 tokens
+    rows = [[f"alpha dog {i}", "pos"] for i in range(12)] + [[f"beta cat {i}", "neg"] for i in range(12)]
+    train = tmp_path / "train.csv"
+    with open(train, "w", newline="") as f:
+        csv.writer(f).writerows([["text", "label"], *rows, [long_text, "pos"]])
+    out = tmp_path / "run"
+    results = tuneloop.train(TrainConfig(train_file=str(train), validation_file=str(train), output_dir=str(out),
+                                         **fast_options(str(base), epochs=1)))
+    assert results["data"]["train"]["long_texts"] == 1
+    assert "--max-length: 128 tokens by default" in (out / "train.log").read_text()
+    assert json.loads((out / "model" / "tuneloop.json").read_text())["text_policy"]["max_length"] == 128
+    with tuneloop.load(out) as clf:
+        expected = clf.predict_proba([long_text], raw=True)
+    old = tmp_path / "old"                            # as an earlier tuneloop recorded it: the tokenizer's 512
+    shutil.copytree(out / "model", old)
+    meta = json.loads((old / "tuneloop.json").read_text())
+    (old / "tuneloop.json").write_text(json.dumps({**meta, "text_policy": {**meta["text_policy"], "max_length": 512}}))
+    config = json.loads((old / "tokenizer_config.json").read_text())
+    config.pop("model_max_length", None)
+    (old / "tokenizer_config.json").write_text(json.dumps(config))
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        with tuneloop.load(old) as clf:
+            assert clf.policy.max_length == 128
+            assert np.allclose(clf.predict_proba([long_text], raw=True), expected, atol=1e-6)
+            assert clf.evaluate(str(train))["eval"]["num_samples"] == len(rows) + 1
+        with tuneloop.load(base) as plain:                   # a plain folder: the default itself
+            assert plain.policy.max_length == 128 and plain.predict_proba([long_text]).shape == (1, 2)
+    said = [r.getMessage() for r in caplog.records]
+    assert any("reads texts up to 512 tokens, more than its position embeddings take" in m for m in said)
+    assert any(m.startswith("--max-length: 128 tokens by default for") for m in said)

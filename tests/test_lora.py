@@ -160,3 +160,77 @@ def test_a_target_module_name_that_matches_nothing_is_refused(pairs, tmp_path_fa
         tuneloop.train(**options)
     dotted = tuneloop.train(**{**options, "lora_target_modules": ["attention.self.query", "value"], "max_steps": 2})
     assert dotted["train"]["steps"] == 2                               # a name's last parts match, as peft matches
+
+
+@pytest.mark.parametrize("key, head", [("bert", "classifier"), ("qwen2", "score")])
+def test_a_target_module_in_the_head_is_refused_as_trained_in_full(key, head, pairs, tmp_path_factory, tmp_path):
+    """The head is in modules_to_save: peft would find nothing to adapt and advise --lora-target-modules."""
+    options = lora_options(family_folder(key, tmp_path_factory), pairs, tmp_path / "run", lora_target_modules=[head])
+    with pytest.raises(ConfigError, match=rf"^--lora-target-modules: {head} is in the model's head \({head}\), which "
+                                          "--lora trains and saves in full anyway; name modules of the body"):
+        tuneloop.train(**options)
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.fixture(scope="module")
+def relative_lora_run(pairs, tmp_path_factory):
+    """A --lora run whose --model was given as a relative path (models/bert, from the folder `home`)."""
+    import os
+
+    from families import build_family_model
+
+    home = tmp_path_factory.mktemp("lora-home")
+    build_family_model("bert", home / "models" / "bert")
+    before = os.getcwd()
+    os.chdir(home)
+    try:
+        tuneloop.train(**lora_options("models/bert", pairs, home / "run", epochs=1))
+    finally:
+        os.chdir(before)
+    return home
+
+
+def test_a_relative_base_is_recorded_absolute_and_an_older_relative_record_is_found_beside_the_run(
+        relative_lora_run, tmp_path, monkeypatch):
+    home = relative_lora_run
+    model = home / "run" / "model"
+    base = str((home / "models" / "bert").resolve())
+    adapter = json.loads((model / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == base
+    assert json.loads((model / "tuneloop.json").read_text())["base_model"] == base
+    monkeypatch.chdir(tmp_path)                       # elsewhere: the relative path means nothing here
+    with tuneloop.load(home / "run") as clf:
+        expected = clf.predict_proba(ROWS, raw=True)
+    # a folder an earlier tuneloop wrote, both records relative: found from the folder, not the working directory
+    old = home / "older" / "model"
+    shutil.copytree(model, old)
+    (old / "adapter_config.json").write_text(json.dumps({**adapter, "base_model_name_or_path": "models/bert"}))
+    meta = json.loads((old / "tuneloop.json").read_text())
+    (old / "tuneloop.json").write_text(json.dumps({**meta, "base_model": "models/bert"}))
+    with tuneloop.load(old) as clf:
+        assert np.allclose(clf.predict_proba(ROWS, raw=True), expected, atol=1e-6)
+
+
+def test_a_lora_run_folder_is_a_model_to_train_from(relative_lora_run, pairs, tmp_path):
+    """--model <a --lora run>: its base with the adapters merged in, as a full run folder would be read; a --lora
+    run on it records that run as its base and loads (the base merged first)."""
+    from tuneloop.data.labels import LabelSchema
+    from tuneloop.model.loading import model_config
+    from tuneloop.model.lora import load_starting_model
+
+    run = relative_lora_run / "run"
+    with tuneloop.load(run) as clf:
+        expected, labels = clf.predict_proba(ROWS, raw=True), clf.label_schema
+        batch = clf.tokenizer([a for a, _ in ROWS], [b for _, b in ROWS], padding=True, return_tensors="pt")
+    start, new = load_starting_model(str(run), model_config(str(run), LabelSchema.from_dict(labels.to_dict())))
+    assert new == []                                  # nothing drawn afresh: the merged model, head and all
+    with torch.no_grad():
+        assert np.allclose(start.eval()(**batch).logits.softmax(-1).numpy(), expected, atol=1e-5)
+    full = tuneloop.train(**fast_options(str(run), epochs=1, max_steps=2), task="mrpc", data_dir=str(pairs),
+                          output_dir=str(tmp_path / "full"))
+    assert full["train"]["steps"] == 2
+    again = tuneloop.train(**lora_options(run, pairs, tmp_path / "again", max_steps=2))
+    adapter = json.loads((tmp_path / "again" / "model" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str((run / "model").resolve())
+    with tuneloop.load(tmp_path / "again") as clf:               # onto the first run's merged model
+        assert clf.evaluate(raw=True)["eval"]["loss"] == pytest.approx(again["eval"]["loss"], abs=EXACT)

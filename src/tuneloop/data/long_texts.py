@@ -19,7 +19,9 @@ HEAD_SHARE = 0.25
 
 
 def default_max_length(tokenizer) -> int:
-    """--max-length when not given: the tokenizer's own maximum, at most 512."""
+    """--max-length when not given: the tokenizer's own maximum, at most 512. Loading a model for training or use
+    lowers a tokenizer's maximum to the model's position embeddings (model/loading.fit_to_positions): a tokenizer
+    that names none (transformers' 1e30) or a larger one would let a long text fail inside the model."""
     return min(getattr(tokenizer, "model_max_length", 512) or 512, 512)
 
 

@@ -59,6 +59,14 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def recorded_model(name: str) -> str:
+    """--model as a model folder records it (tuneloop.json's base_model, a LoRA adapter's base): an alias or a Hub
+    id as given, a local folder by its absolute path (a relative one would be read from the loader's working
+    directory, or taken for a Hub id)."""
+    path = Path(name).expanduser()
+    return name if name in ALIASES or not path.exists() else str(path.resolve())
+
+
 def near_folder(name: str | os.PathLike) -> str | None:
     """A folder beside the missing path `name` whose name is close to its (runs/first for runs/frist), or None."""
     import difflib
@@ -119,22 +127,45 @@ _POSITIONS_AFTER_PADDING = ("roberta", "xlm-roberta", "camembert", "data2vec-tex
                             "roberta-prelayernorm", "ibert", "mpnet")
 
 
-def check_max_length(name: str, max_length: int | None) -> None:
-    """Refuse a --max-length the model's absolute position embeddings cannot take (it would fail inside the
-    model at the first long text)."""
-    if max_length is None:
-        return
-
-    config = model_config(name)
+def usable_positions(config) -> int | None:
+    """The tokens the model's absolute position embeddings take (RoBERTa's scheme: less the padding index and the
+    one before it); None where its positions are not absolute embeddings (relative, DeBERTa's disentangled)."""
     positions = getattr(config, "max_position_embeddings", None)
     if not positions or getattr(config, "position_embedding_type", "absolute") != "absolute" or \
             not getattr(config, "position_biased_input", True):
-        return
+        return None
     if config.model_type in _POSITIONS_AFTER_PADDING:
         positions -= (config.pad_token_id or 0) + 1
-    if max_length > positions:
+    return positions
+
+
+def check_max_length(name: str, max_length: int | None, tokenizer=None) -> None:
+    """Refuse a --max-length the model's absolute position embeddings cannot take (it would fail inside the
+    model at the first long text); `tokenizer`'s own maximum lowered to them (`fit_to_positions`), said where that
+    lowers the default --max-length."""
+    positions = usable_positions(model_config(name))
+    if max_length is not None and positions is not None and max_length > positions:
         raise TuneloopError(f"--max-length {max_length}: the model {name} has position embeddings for {positions} "
                             f"tokens; use --max-length {positions} or less")
+    if tokenizer is not None:
+        fit_to_positions(tokenizer, positions, name, say=max_length is None)
+
+
+def fit_to_positions(tokenizer, positions: int | None, name: str, say: bool = True) -> int | None:
+    """`tokenizer.model_max_length` (what the default --max-length and a plain pipeline's truncation read) at most
+    the model's `positions` (usable_positions): a tokenizer that names no maximum (transformers' 1e30), or a larger
+    one than the model takes, would let a long text fail inside the model. Returns `positions`; with `say`, logs
+    when the default --max-length is lowered by it."""
+    from ..data.long_texts import default_max_length
+
+    before = default_max_length(tokenizer)
+    if positions is None or tokenizer.model_max_length <= positions:
+        return positions
+    tokenizer.model_max_length = positions
+    if say and positions < before:
+        log.info(f"--max-length: {positions} tokens by default for {name}, what its position embeddings take (its "
+                 f"tokenizer alone would give {before}, which fails inside the model at a longer text)")
+    return positions
 
 
 # the dropout probabilities of the encoder families transformers ships, under their config names
@@ -144,9 +175,10 @@ DROPOUT_SETTINGS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "clas
 
 
 def model_config(name: str, labels=None, task: str | None = None, dropout: float | None = None,
-                 pad_token_id: int | None = None):
+                 pad_token_id: int | None = None, announce: bool = True):
     """The model's transformers config with `labels` (a LabelSchema) written in, `dropout` replacing every dropout
-    probability the config names, and `pad_token_id` where the config has none (decoders as they ship)."""
+    probability the config names, and the tokenizer's `pad_token_id` as its pad id (`use_tokenizer_pad`; with
+    `announce`, a replaced one is said)."""
     from transformers import AutoConfig
 
     kwargs = {}
@@ -164,9 +196,26 @@ def model_config(name: str, labels=None, task: str | None = None, dropout: float
     if dropout is not None:
         for setting in filter(lambda name: hasattr(config, name), DROPOUT_SETTINGS):
             setattr(config, setting, dropout)
-    if getattr(config, "pad_token_id", None) is None and pad_token_id is not None:
-        config.pad_token_id = pad_token_id
+    use_tokenizer_pad(config, pad_token_id, name, say=announce)
     return config
+
+
+def use_tokenizer_pad(config, pad_token_id: int | None, name: str, say: bool = True) -> None:
+    """The tokenizer's pad id as the config's: a decoder's classification head pools the last token that is not
+    config.pad_token_id, so a config naming another id than the one batches are padded with (a decoder whose
+    config.json names <unk> while EOS pads: model/tokenizer.ensure_pad_token) pools padding, and a row's prediction
+    depends on the other rows of its batch. A config without one (decoders as they ship) gets it silently; one that
+    named another is said (with `say`). Not for families whose positions count from the config's pad id (RoBERTa's:
+    their positions would shift)."""
+    before = getattr(config, "pad_token_id", None)
+    if pad_token_id is None or before == pad_token_id or \
+            (before is not None and config.model_type in _POSITIONS_AFTER_PADDING):
+        return
+    config.pad_token_id = pad_token_id
+    if before is not None and say:
+        log.info(f"pad token: {name}'s config names pad id {before}, its tokenizer pads with id {pad_token_id}: the "
+                 f"config now names {pad_token_id}, so the classification head reads each row's last token, not "
+                 "padding (its prediction then depends on nothing else in its batch)")
 
 
 def model_class(config):

@@ -41,19 +41,24 @@ def new_modules(missing_keys: list[str], model) -> list[str]:
 
 
 def add_adapters(model, config, missing_keys: list[str]):
-    """`model` wrapped by peft with LoRA on the target modules; the new modules trained and saved in full."""
+    """`model` wrapped by peft with LoRA on the target modules; the new modules trained and saved in full. The
+    adapter records its base model by an absolute path where it is a local folder (loading.recorded_model)."""
     from .. import extras
+    from .loading import recorded_model
 
     extras.require("lora")
     from peft import LoraConfig, TaskType, get_peft_model
 
     kind = model.config.model_type
     targets = config.lora_target_modules or TARGETS.get(kind)
+    saved = new_modules(missing_keys, model)
     if config.lora_target_modules:
-        _check_targets(model, config.lora_target_modules, kind)
+        _check_targets(model, config.lora_target_modules, kind, saved)
+    if model.__dict__.get("name_or_path"):                 # what peft writes as base_model_name_or_path
+        model.name_or_path = recorded_model(model.name_or_path)
     lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha,
                       lora_dropout=config.lora_dropout, target_modules=targets,
-                      modules_to_save=new_modules(missing_keys, model) or None)
+                      modules_to_save=saved or None)
     try:
         return get_peft_model(model, lora)
     except ValueError as e:
@@ -62,17 +67,32 @@ def add_adapters(model, config, missing_keys: list[str]):
                           f"(e.g. the attention's query and value projections of {kind})") from None
 
 
-def _check_targets(model, targets: list[str], kind: str) -> None:
+# the heads peft's sequence classification trains and saves in full whatever modules_to_save names
+HEADS = ("classifier", "score")
+
+
+def _check_targets(model, targets: list[str], kind: str, saved: list[str]) -> None:
     """Each name of --lora-target-modules names some module as peft matches a list (the whole dotted name or its
-    last parts): peft adapts the ones that match and ignores the rest without a word (query,valeu: query only)."""
+    last parts): peft adapts the ones that match and ignores the rest without a word (query,valeu: query only). A
+    name that matches only modules inside the head or the other new modules (`saved`) is refused too: those are
+    trained and saved in full, and peft would find nothing to adapt."""
     import torch
 
     names = [name for name, _ in model.named_modules()]
-    unmatched = [t for t in targets if not any(n == t or n.endswith("." + t) for n in names)]
+    matches = {t: [n for n in names if n == t or n.endswith("." + t)] for t in targets}
+    unmatched = [t for t in targets if not matches[t]]
+    full = [*saved, *(h for h in HEADS if h in names)]
+    head = [t for t in targets if matches[t] and all(any(n == s or n.startswith(s + ".") for s in full)
+                                                       for n in matches[t])]
+    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)
+                     and not any(n == s or n.startswith(s + ".") for s in full)})
     if unmatched:
-        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
         raise ConfigError(f"--lora-target-modules: {', '.join(unmatched)} names no module of this {kind} model; its "
                           f"Linear layers are named {', '.join(linear)}")
+    if head:
+        raise ConfigError(f"--lora-target-modules: {', '.join(head)} {'is' if len(head) == 1 else 'are'} in the "
+                          f"model's head ({', '.join(dict.fromkeys(full))}), which --lora trains and saves in full "
+                          f"anyway; name modules of the body to adapt (its Linear layers: {', '.join(linear)})")
 
 
 def saved_keys(folder) -> list[str]:
@@ -99,8 +119,9 @@ def load_adapter_model(folder: str, base: str):
     """A LoRA model folder as a plain transformers model: the base model with the folder's config (labels, pad
     token), the adapters and the saved head loaded, then merged. The weights the base checkpoint lacks (the head, a
     new pooler) must come from the adapter file: any that do not stop the load, named (peft's own check counts only
-    LoRA matrices, and transformers' report is hidden while tuneloop loads), since they would be random."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    LoRA matrices, and transformers' report is hidden while tuneloop loads), since they would be random. A base that
+    is itself a LoRA model folder (a --lora run trained from another) is loaded merged first."""
+    from transformers import AutoConfig
 
     from .. import extras
     from .loading import check_complete, not_loaded
@@ -110,9 +131,7 @@ def load_adapter_model(folder: str, base: str):
     from safetensors import SafetensorError
 
     try:
-        config = AutoConfig.from_pretrained(folder)
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            base, config=config, ignore_mismatched_sizes=True, output_loading_info=True)
+        model, info = _read(base, AutoConfig.from_pretrained(folder))
         saved = {key.removeprefix(SAVED_PREFIX) for key in saved_keys(folder)}
         check_complete(folder, [key for key in not_loaded(info) if key not in saved],
                        why=f"neither the base model {base} nor the adapter file has them: a partial copy, an "
@@ -127,3 +146,69 @@ def load_adapter_model(folder: str, base: str):
     except (OSError, ValueError, SafetensorError) as e:          # SafetensorError: a truncated or damaged file
         raise TuneloopError(f"--model {folder}: could not load the LoRA adapter onto its base model {base} "
                             f"({str(e).strip().splitlines()[0][:200]})") from None
+
+
+def adapter_base(folder) -> str:
+    """The base model of the LoRA model folder `folder`, as resolve_model gives it: tuneloop.json's base_model (an
+    alias stays one), else peft's base_model_name_or_path. A relative record (tuneloop recorded --model as given
+    before it recorded absolute paths) is looked for from the folder first — in it and the folders above it, a
+    model folder of the adapter's own model type —, then from the working directory, then as a Hub id."""
+    import json
+
+    from ..layout import MODEL_CONFIG_FILE, model_folder
+    from .loading import ALIASES, read_metadata, resolve_model
+
+    here = Path(folder).resolve()
+    recorded = read_metadata(folder).get("base_model") or json.loads(
+        (here / ADAPTER_CONFIG_FILE).read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not recorded:
+        raise TuneloopError(f"--model {folder}: the LoRA adapter names no base model; write the one it was trained "
+                            "on into its adapter_config.json (base_model_name_or_path)")
+
+    def model_type(path: Path):
+        config = model_folder(path) / MODEL_CONFIG_FILE
+        return json.loads(config.read_text(encoding="utf-8")).get("model_type") if config.is_file() else None
+
+    relative = Path(recorded).expanduser()
+    if recorded not in ALIASES and not relative.is_absolute():
+        kind = model_type(here)
+        found = next((p for p in (up / relative for up in (here, *here.parents))
+                      if model_type(p) is not None and kind in (None, model_type(p))), None)
+        if found is not None:
+            return resolve_model(str(found))
+    return resolve_model(recorded)
+
+
+def _read(source: str, config, **options):
+    """(model, transformers' loading info) of the checkpoint `source` with `config`, weights of another shape drawn
+    afresh (a head for other labels); a LoRA model folder is read as its base with its adapters merged in."""
+    from transformers import AutoModelForSequenceClassification
+
+    if not is_adapter_folder(source):
+        return AutoModelForSequenceClassification.from_pretrained(
+            source, config=config, ignore_mismatched_sizes=True, output_loading_info=True, **options)
+    from .loading import model_class
+
+    merged = load_adapter_model(source, adapter_base(source))
+    model, info = model_class(config).from_pretrained(None, config=config, state_dict=merged.state_dict(),
+                                                      ignore_mismatched_sizes=True, output_loading_info=True, **options)
+    model.name_or_path = str(Path(source).resolve())          # the base an adapter trained on it records
+    return model, info
+
+
+def load_starting_model(name: str, config, attention: str = "sdpa"):
+    """(the model a run starts from, the names of the parameters drawn afresh): loading.load_model's, and for a
+    LoRA model folder — a --lora run's, a run folder like any other as --model — its base with the adapters merged
+    in, read as a full checkpoint of it would be (a head for other labels drawn afresh)."""
+    from safetensors import SafetensorError
+
+    from .loading import load_error, load_model, not_loaded, resolve_model
+
+    source = resolve_model(name)
+    if not is_adapter_folder(source):
+        return load_model(name, config, attention, loading_info=True)
+    try:
+        model, info = _read(source, config, attn_implementation="sdpa" if attention == "chunked" else attention)
+    except (OSError, ValueError, SafetensorError) as e:
+        raise load_error(name, "model", e) from None
+    return model, not_loaded(info)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..exceptions import TuneloopError
 from .loading import resolve_model
+from .lora import adapter_base, is_adapter_folder, load_adapter_model
 
 log = logging.getLogger("tuneloop")
 
@@ -54,13 +55,16 @@ def chosen_layers(asked: list[int], total: int, model_name: str) -> list[int]:
 def keep_layers(model_name: str, keep: int | list[int], folder: str | Path) -> list[int]:
     """Save `model_name` (an alias, folder or Hub id) with some of its layers into `folder` (weights, config and
     tokenizer): `keep` is how many (evenly spaced) or, as several indices, which (`chosen_layers`); returns the
-    kept layers' indices. Refuses a count or index it cannot make, and a model whose layers it does not know where
-    to find."""
+    kept layers' indices. A LoRA model folder (a --lora teacher's) is cut with its adapters merged in. Refuses a
+    count or index it cannot make, and a model whose layers it does not know where to find."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     source = resolve_model(model_name)
-    model = AutoModel.from_pretrained(source)
+    if is_adapter_folder(source):          # a --lora run's folder: its base with the adapters merged in, the body
+        model = load_adapter_model(source, adapter_base(source)).base_model
+    else:
+        model = AutoModel.from_pretrained(source)
     path, layers = _layer_list(model)
     if layers is None:
         raise TuneloopError(f"--student-layers: cannot find the layers of {model_name} "

@@ -13,6 +13,7 @@ evaluate`, `tuneloop predict`, `tuneloop serve`, the export's accuracy gate and 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 
@@ -24,15 +25,17 @@ from ..data.long_texts import TextPolicy, default_max_length
 from ..data.unknown_tokens import counted, warn_unknown_in_predictions
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import ADAPTER_CONFIG_FILE, model_folder
-from ..model.loading import load_saved_model, read_metadata, resolve_model
-from ..model.lora import is_adapter_folder, load_adapter_model
+from ..layout import model_folder
+from ..model.loading import (fit_to_positions, load_saved_model, read_metadata, resolve_model, usable_positions,
+                             use_tokenizer_pad)
+from ..model.lora import adapter_base, is_adapter_folder, load_adapter_model
 from ..model.onnx_model import is_onnx_folder
 from ..model.tokenizer import load_tokenizer
 from ..objective import objective_for
 from .inputs import encoded, items_of
 from .rows import decided_rows, prediction_rows
 
+log = logging.getLogger("tuneloop")
 CHUNK = 256             # rows per batch of texts given in memory at most (and batches.TOKEN_BUDGET tokens)
 
 
@@ -42,7 +45,20 @@ def text_policy(meta: dict, tokenizer) -> TextPolicy:
     return TextPolicy.from_dict(meta.get("text_policy"), default)
 
 
-def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = None, onnx: Path | None = None):
+def within_positions(meta: dict, positions: int | None, name: str) -> dict:
+    """`meta` (tuneloop.json) with its text policy at most `positions` tokens, the model's position embeddings: a
+    run whose default --max-length took the tokenizer's maximum over them (an earlier tuneloop: 512 for a model
+    with 128 positions) would fail at the first longer text. Said where it lowers the recorded length."""
+    policy = dict(meta.get("text_policy") or {})
+    if positions is None or (policy.get("max_length") or 0) <= positions:
+        return meta
+    log.warning(f"{name}: its tuneloop.json reads texts up to {policy['max_length']} tokens, more than its position "
+                f"embeddings take: read up to {positions} tokens (long texts cut or windowed as recorded)")
+    return {**meta, "text_policy": {**policy, "max_length": positions},
+            "max_length": meta.get("max_length") and min(meta["max_length"], positions)}
+
+
+def _load_model(path: str, model_dir: str, threads: int | None = None, onnx: Path | None = None):
     """(model, its transformers config) of a model folder: PyTorch, or ONNX Runtime for an exported folder or for
     the folder's int8 ONNX copy `onnx` (the gated route: the transformers model code is then never imported)."""
     from transformers import AutoConfig
@@ -54,9 +70,8 @@ def _load_model(path: str, model_dir: str, meta: dict, threads: int | None = Non
 
             extras.require("export")
             return OnnxModel(onnx or path, threads), AutoConfig.from_pretrained(path)
-        if is_adapter_folder(path):                 # LoRA: onto its base model, merged
-            base = resolve_model(meta.get("base_model") or _adapter_base(path))
-            model = load_adapter_model(path, base)
+        if is_adapter_folder(path):                 # LoRA: onto its base model (lora.adapter_base), merged
+            model = load_adapter_model(path, adapter_base(path))
         else:
             model = load_saved_model(path)
         return model, model.config
@@ -86,12 +101,6 @@ def gate_folder(folder, *, cpu: bool = False, batch_size: int | None = None, sto
 def launched() -> bool:
     """Whether this process is one of several started by `accelerate launch` / torchrun."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
-def _adapter_base(path: str) -> str:
-    import json
-
-    return json.loads((Path(path) / ADAPTER_CONFIG_FILE).read_text(encoding="utf-8"))["base_model_name_or_path"]
 
 
 class Classifier(contextlib.AbstractContextManager):
@@ -141,11 +150,13 @@ class Classifier(contextlib.AbstractContextManager):
                 else None)                       # the gated ONNX copy: loaded instead of the PyTorch model
         with library_output(quiet=True, data=False):     # no load reports or weight bars; given back after
             tokenizer = load_tokenizer(model_dir)
-            model, config = _load_model(resolved, model_dir, meta, threads, onnx)
-        if getattr(config, "pad_token_id", None) is None:     # a decoder folder as it ships: EOS pads
-            config.pad_token_id = tokenizer.pad_token_id
+            model, config = _load_model(resolved, model_dir, threads, onnx)
         labels = LabelSchema.from_dict(meta["labels"]) if "labels" in meta else LabelSchema.from_model_config(config)
         backend = "onnx" if onnx is not None or is_onnx_folder(resolved) else "pytorch"
+        if backend == "pytorch":        # the head pools by the tokenizer's pad id (an ONNX graph: as it was exported)
+            use_tokenizer_pad(config, tokenizer.pad_token_id, model_dir)
+        positions = fit_to_positions(tokenizer, usable_positions(config), model_dir, say="text_policy" not in meta)
+        meta = within_positions(meta, positions, model_dir)
         if backend == "pytorch":
             model.eval()
             if device == "cuda":
@@ -304,7 +315,8 @@ class Classifier(contextlib.AbstractContextManager):
         from ..evaluation.inference import OneProcess, run_inference
         from ..evaluation.metrics import Accumulator
 
-        accumulator = Accumulator(metric_names, self.objective, pooling or self.policy.pooling)
+        accumulator = Accumulator(metric_names, self.objective, pooling or self.policy.pooling,   # f1 of the
+                                  positive=self.rule.positive if self.rule else 1)        # --positive-label
         if self.accelerator is None or isinstance(self.accelerator, OneProcess):
             from .batches import BudgetBatches, Tokenized
 

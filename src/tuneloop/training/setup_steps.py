@@ -15,7 +15,7 @@ from ..atomic import atomic_write_json
 from ..config.idle import idle_options
 from ..config.options import TrainConfig
 from ..data import balance, soft_targets
-from ..data.batch import SOFT, WEIGHTS
+from ..data.batch import SOFT, WEIGHTS, text_count
 from ..data.batching import eval_loader, length_bucket, make_collator, train_loader
 from ..data.prepare import PreparedData, holds_out_validation, prepare_data
 from ..data.sources import resolve_data_dir, workbook_splits
@@ -23,15 +23,15 @@ from ..decision.fit import check_decision_options
 from ..evaluation.inference import Evaluation, evaluate
 from ..exceptions import ConfigError, DataError
 from ..layout import CONFIG_FILE, METRICS_FILE, SPLIT_FILE, TENSORBOARD_DIR
-from ..model import pooling, target_scale
+from ..model import loading, pooling, target_scale
 from ..model.attention import choose as choose_attention
-from ..model.loading import check_body_loaded, check_max_length, load_model, model_class, model_config, resolve_model
-from ..model.lora import add_adapters, trainable_summary
+from ..model.loading import check_body_loaded, check_max_length, model_class, model_config, resolve_model
+from ..model.lora import add_adapters, load_starting_model, trainable_summary
 from ..model.optim import build_optimizer, build_scheduler
 from ..model.target_scale import TargetScale
 from ..model.tokenizer import check_vocabulary, load_tokenizer
 from ..objective import Objective, Regression, objective_for
-from ..runtime import machine, run_log
+from ..runtime import machine, process, run_log
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
 from . import checkpoint, choose, progress, run_folder, small_data, step_choice
@@ -118,9 +118,7 @@ def setup_accelerator(config: TrainConfig):
                               log_with=progress.trackers(config.report_to, out / METRICS_FILE),
                               project_config=ProjectConfiguration(project_dir=str(out),
                                                                   logging_dir=str(out / TENSORBOARD_DIR)))
-    if not accelerator.is_main_process:
-        log.setLevel(logging.WARNING)           # one process speaks
-    if machine.single_process_cpu_launch():
+    if machine.single_process_cpu_launch():    # (one process speaks: runtime/process.console_logging)
         log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
                     "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
                     "--num_processes N` or `torchrun --nproc_per_node N`")
@@ -132,12 +130,14 @@ def setup_data(config: TrainConfig, tokenizer, accelerator) -> PreparedData:
     saved_split = json.loads(saved.read_text(encoding="utf-8")) if config.resume is not None and saved.is_file() \
         else None                                 # a resumed run keeps the rows it held out
     teacher_labels = soft_targets.schema_of(config.soft_targets) if config.soft_targets else None
-    with accelerator.main_process_first():       # the others reuse the main process's Arrow cache
+    def read() -> PreparedData:
         data = prepare_data(config, tokenizer, labels=teacher_labels, with_test=config.predict_test,
                             saved_split=saved_split,
                             fold=(config.fold, config.folds) if config.fold is not None else None)
         if config.soft_targets and data.train is not None:     # a teacher's outputs: `soft_labels`, `gold`
             data.train = soft_targets.attach(data.train, config.soft_targets)
+        return data
+    data = process.main_process_first(accelerator, read)    # the others reuse its Arrow cache; its error is theirs
     if data.train is None or not data.evaluation:
         raise DataError("training needs a training and a validation split: give --validation-file FILE "
                         "(or a GLUE folder holding dev.tsv)")
@@ -183,10 +183,10 @@ def setup_model(config: TrainConfig, labels, tokenizer, device_type: str, levers
     """(the model with its new head, the attention it runs): dropout and attention as the options ask (`auto`:
     the fastest the architecture supports here), the tokenizer checked against its embeddings, embeddings frozen
     or not. `announce`: log the automatic choices (not for `--method auto`'s fold models: the run's says them)."""
-    model_cfg = model_config(config.model, labels, config.task, config.dropout, tokenizer.pad_token_id)
+    model_cfg = model_config(config.model, labels, config.task, config.dropout, tokenizer.pad_token_id, announce)
     attention, why = choose_attention(config.attention, model_class(model_cfg), device_type == "cpu",
                                       config.compiled)
-    model, new = load_model(config.model, model_cfg, attention, loading_info=True)
+    model, new = load_starting_model(config.model, model_cfg, attention)     # a LoRA run's folder: merged
     check_body_loaded(model, new, config.model)          # a partial or foreign checkpoint stops here
     target_scale.unfold_saved(model, new)                # a regression head tuneloop saved folded: standardised again
     pooling.restore(model)                               # a folder whose config records the mean (pooling.py)
@@ -308,14 +308,20 @@ def model_metadata(config: TrainConfig, data: PreparedData, names: tuple, main: 
     if holds_out_validation(config):             # evaluate holds out the same rows again (data/split.py)
         data_source.update(train_file=_where(config.train_file), validation_split=config.validation_split,
                            split_seed=config.split_seed)
-    return {"tuneloop_version": __version__, "task": config.task, "text_columns": list(data.text_columns),
-            "labels": data.labels.to_dict(), "max_length": config.max_length, "base_model": config.model,
+    return {"tuneloop_version": __version__, "task": config.task, "base_model": loading.recorded_model(config.model),
+            "text_columns": list(data.text_columns), "labels": data.labels.to_dict(), "max_length": config.max_length,
             "text_policy": data.policy.to_dict(), "metrics": list(names), "main_metric": main, "data": data_source}
+
+
+def _examples(ds) -> str:
+    """`240`, or with --windows `924 windows of 240 texts`."""
+    texts = text_count(ds)
+    return f"{len(ds)}" if texts == len(ds) else f"{len(ds)} windows of {texts} texts"
 
 
 def describe(run: Run) -> None:
     c, d, acc, plan = run.config, run.data, run.accelerator, run.plan
-    sizes = ", ".join(f"{name} {len(ds)}" for name, ds in [("train", d.train), *d.evaluation.items()])
+    sizes = ", ".join(f"{name} {_examples(ds)}" for name, ds in [("train", d.train), *d.evaluation.items()])
     log.info(f"tuneloop {__version__}: {c.task or 'custom data'} ({run.objective.kind}, "
              f"{d.labels.num_labels} label(s)) | examples: {sizes}")
     precision = machine.effective_precision(c.mixed_precision, c.cpu)
@@ -348,7 +354,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
                                    accelerator.num_processes)
     set_seed(config.seed)                        # the new head's weights, then data order and dropout
     tokenizer = load_tokenizer(config.model)
-    check_max_length(config.model, config.max_length)
+    check_max_length(config.model, config.max_length, tokenizer)      # the default: within the model's positions
     timeline.mark("tokenizer")
     data = setup_data(config, tokenizer, accelerator)
     timeline.mark("data")
