@@ -286,7 +286,7 @@ def test_bad_spaces_are_refused(tiny_model, train_csv, tmp_path, capsys):
 
 
 def test_a_list_valued_option_is_searched_as_choices_of_lists():
-    from tuneloop.experiments.search import _spec, suggest
+    from tuneloop.experiments.search_space import _spec, suggest
 
     field = tuneloop.TrainConfig.__dataclass_fields__["lora_target_modules"]
     spec = _spec({"choices": [["query", "value"], "query,key,value"]}, field, "here")

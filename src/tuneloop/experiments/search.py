@@ -21,7 +21,6 @@ trials and OUT/search.html the optimisation history and the parameters' importan
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import logging
 import os
@@ -31,7 +30,6 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json, check_place, make_folder
 from ..config.options import PRUNERS, TrainConfig
-from ..config.parsing import coerce, read_yaml_mapping
 from ..exceptions import ConfigError, Interrupted
 from ..layout import (BEST_DIR, CHECKPOINTS_DIR, CONFIG_FILE, MODEL_DIR, RESULTS_FILE, SEARCH_FILE, STUDY_JOURNAL,
                       TRIALS_DIR)
@@ -39,6 +37,7 @@ from ..tasks import signed_score
 from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from .common import copy_folder, interrupted_in, resume_point
+from .search_space import RANKED_BY, SCORED_ON, read_space, suggest
 from .search_folder import (SpaceRecorder, anchored, as_recorded, check_scored_on, check_space, clear_search,
                             folder_attrs, own_journal, resumption, same_place, scored_on, trial_folder)
 
@@ -57,103 +56,6 @@ class SearchOptions:
     resume: bool = False
 
 
-# options a space may not vary: what the trials are scored on, what the search sets for each trial, and what is
-# not one run's (a trial is one run)
-SCORED_ON = ("task", "data_dir", "train_file", "validation_file", "test_file", "text_columns", "label_column",
-             "problem_type", "label_separator", "validation_split", "split_seed", "max_eval_samples", "soft_targets")
-RANKED_BY = ("metric_for_best",)          # and what they are ranked by: both the same for every trial of a study
-SET_PER_TRIAL = ("output_dir", "resume", "overwrite", "chosen")
-SPEC_KEYS = ("low", "high", "log", "choices")
-
-
-def _fixed(name: str) -> str | None:
-    """Why the option `name` cannot vary between trials, or None."""
-    if name in SCORED_ON:
-        return "every trial is scored on the same data: give it as a flag of `tuneloop search`"
-    if name in SET_PER_TRIAL:
-        return "the search sets it for each trial, OUT/trials/trial-NNN"
-    if "search" not in TrainConfig.__dataclass_fields__[name].metadata["commands"]:
-        return "a trial is one run, and this is not an option of one; see `tuneloop search --help`"
-    return None
-
-
-def read_space(path: str, base: TrainConfig | None = None) -> dict[str, dict]:
-    """{option: spec} from the YAML file, each checked against TrainConfig's options and their types, and each
-    choice and bound against `base` (the search's options: the trial's config must validate)."""
-    space = read_yaml_mapping(path, "--space", "a mapping of options to ranges")
-    if not space:
-        raise ConfigError(f"--space: {path} must map options to ranges, e.g. `lr: {{low: 1.0e-5, high: 1.0e-4, "
-                          "log: true}`")
-    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    out = {}
-    for key, spec in space.items():
-        name = str(key).replace("-", "_")
-        where = f"--space {path}: {key}"
-        if name not in fields:
-            near = difflib.get_close_matches(name, list(fields), n=1)
-            raise ConfigError(f"{where}: not a tuneloop option" + (f" (did you mean {near[0]}?)" if near else "")
-                              + "; see `tuneloop train --help`")
-        if _fixed(name):
-            raise ConfigError(f"{where}: cannot vary between trials: {_fixed(name)}")
-        out[name] = _spec(spec, fields[name], where)
-        for value in out[name].get("choices", ()) or (out[name]["low"], out[name]["high"]):
-            _check_value(base, name, _value(out[name], value), where)
-    return out
-
-
-def _spec(spec, field: dataclasses.Field, where: str) -> dict:
-    """One option's {choices: [...]} or {low, high, log, int} (list-valued options' choices held as "a,b" text:
-    Optuna's storages keep plain values)."""
-    if not isinstance(spec, dict) or not ({"choices"} <= set(spec) or {"low", "high"} <= set(spec)):
-        raise ConfigError(f"{where}: give {{low: A, high: B}} (with `log: true` for a log range) or {{choices: [...]}}")
-    unknown = [str(k) for k in spec if k not in SPEC_KEYS]
-    if unknown or ("choices" in spec and spec.keys() & {"low", "high", "log"}):
-        raise ConfigError(f"{where}: " + (f"unknown key(s) {', '.join(unknown)}; a range takes low, high and log, "
-                                          "a list choices" if unknown else "give either choices or a range, not both"))
-    if "choices" in spec:
-        if not isinstance(spec["choices"], list) or not spec["choices"]:
-            raise ConfigError(f"{where}: choices must be a non-empty list, e.g. {{choices: [a, b]}}; got "
-                              f"{spec['choices']!r}")
-        choices = [coerce(TrainConfig, field, c, where) for c in spec["choices"]]
-        return {"choices": [",".join(map(str, c)) if isinstance(c, list) else c for c in choices],
-                **({"list": True} if any(isinstance(c, list) for c in choices) else {})}
-    low, high = (coerce(TrainConfig, field, spec[k], where) for k in ("low", "high"))
-    if not isinstance(low, (int, float)) or isinstance(low, bool) or not low < high:
-        raise ConfigError(f"{where}: a range needs numbers with low < high, got {spec['low']!r}, {spec['high']!r}")
-    log_range = spec.get("log", False)
-    if not isinstance(log_range, bool):
-        raise ConfigError(f"{where}: log must be true or false, got {log_range!r}")
-    if log_range and low <= 0:
-        raise ConfigError(f"{where}: a log range needs low > 0")
-    return {"low": low, "high": high, "log": log_range, "int": isinstance(low, int)}
-
-
-def _value(spec: dict, value):
-    """A sampled value as the option takes it ("a,b" back to a list for a list-valued option)."""
-    return value.split(",") if spec.get("list") and isinstance(value, str) else value
-
-
-def _check_value(base: TrainConfig | None, name: str, value, where: str) -> None:
-    if base is None:
-        return
-    try:
-        base.replace(**{name: value}).validate()
-    except ConfigError as e:
-        raise ConfigError(f"{where}: {value!r} would not run: {e}") from None
-
-
-def suggest(trial, space: dict) -> dict:
-    params = {}
-    for name, spec in space.items():
-        if "choices" in spec:
-            params[name] = _value(spec, trial.suggest_categorical(name, spec["choices"]))
-        elif spec["int"]:
-            params[name] = trial.suggest_int(name, spec["low"], spec["high"], log=spec["log"])
-        else:
-            params[name] = trial.suggest_float(name, spec["low"], spec["high"], log=spec["log"])
-    return params
-
-
 def open_study(out: Path, options: SearchOptions, seed: int):
     """Create or load the study (maximising the signed score: the metric, negated when lower is better)."""
     import optuna
@@ -170,8 +72,7 @@ def open_study(out: Path, options: SearchOptions, seed: int):
     pruner = {"median": optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0),
               "halving": optuna.pruners.SuccessiveHalvingPruner(), "none": optuna.pruners.NopPruner()}[options.pruner]
     try:
-        study = optuna.create_study(study_name=options.study, storage=storage, load_if_exists=True,
-                                    direction="maximize", pruner=pruner)
+        study = _created(optuna, options.study, storage, pruner)
     except Exception as e:  # noqa: BLE001 - optuna and the database drivers raise many kinds for a bad URL
         if not options.storage:
             raise
@@ -184,6 +85,25 @@ def open_study(out: Path, options: SearchOptions, seed: int):
     offset = os.getpid() if options.storage else len(study.get_trials(deepcopy=False))
     study.sampler = optuna.samplers.TPESampler(seed=seed + offset, constant_liar=True)
     return study
+
+
+def _created(optuna, name: str, storage, pruner, tries: int = 5):
+    """The study, made or loaded. Workers started together on a new database race to create Optuna's tables, and
+    the loser's CREATE fails on a unique key (PostgreSQL: pg_type_typname_nsp_index); it tries again once the
+    winner's tables exist."""
+    import random
+    import time
+
+    from sqlalchemy.exc import IntegrityError
+
+    for attempt in range(tries):
+        try:
+            return optuna.create_study(study_name=name, storage=storage, load_if_exists=True, direction="maximize",
+                                       pruner=pruner)
+        except IntegrityError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.5 + random.random())
 
 
 def requeue_interrupted(study, out: Path) -> int:
@@ -297,10 +217,10 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
         clear_search(out, options.storage, options.study)
     before = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)     # for the search: the caller's level is given back
-    from ..runtime.process import console_logging
+    from ..runtime.process import console_logging, process_group_kept
 
-    try:
-        with console_logging(config.quiet):              # the search's own lines between trials (a trial resumed)
+    try:            # the search's own lines between trials (a trial resumed); its trials share the process group
+        with console_logging(config.quiet), process_group_kept():
             return run_trials(config, options, Path(os.path.abspath(out)), space, on_step)
     finally:
         optuna.logging.set_verbosity(before)
