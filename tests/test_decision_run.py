@@ -148,6 +148,11 @@ def test_a_positive_label_is_the_class_f1_is_of_in_training_and_evaluating(tiny_
     classes = results["per_class"]["validation"]
     assert results["eval"]["f1"] == pytest.approx(classes["no"]["f1"], abs=1e-4)
     assert classes["no"]["f1"] != pytest.approx(classes["yes"]["f1"], abs=1e-4)
+    raw = tmp_path / "raw.json"          # the raw argmax, as the run's eval: F1 of 'no' too (was class 1's)
+    assert main(["evaluate", str(tmp_path / "run" / "model"), "--raw", "--output", str(raw), "--quiet"]) == 0
+    evaluated = json.loads(raw.read_text())
+    assert evaluated["eval"]["f1"] == pytest.approx(evaluated["per_class"]["no"]["f1"], abs=1e-4)
+    assert evaluated["eval"]["f1"] == pytest.approx(results["eval"]["f1"], abs=1e-4)
 
 
 def test_multi_label_gets_one_threshold_per_label(tiny_model, tmp_path):

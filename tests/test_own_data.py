@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+import re
 
 import pytest
 import yaml
@@ -141,6 +142,13 @@ def test_a_runs_test_predictions_are_the_predict_commands_with_the_files_columns
                  str(tmp_path / "p.tsv"), "--quiet", "--precision", "fp32"]) == 0
     with open(tmp_path / "p.tsv", newline="") as f:
         assert list(csv.DictReader(f, delimiter="\t")) == made
+    test.write_text('ticket,text,topic\nT-1,"the dog\nruns alpha",sport\n')    # a line break .tsv cannot hold
+    results = tuneloop.train(**fast_options(tiny_model, epochs=1), train_file=str(train), label_column="topic",
+                             test_file=str(test), output_dir=str(out), overwrite=True)
+    made = [json.loads(line) for line in (out / "predictions" / "test.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in made] == ["the dog\nruns alpha"] and not (out / "predictions" / "test.tsv").exists()
+    assert any("test predictions written as JSON Lines" in w and "line 2 (id 0), column 'text'" in w
+               for w in results["warnings"]), results["warnings"]
 
 
 def test_a_reader_gone_from_standard_output_ends_the_predictions_quietly(monkeypatch, tmp_path):
@@ -417,3 +425,31 @@ def test_unquoted_words_for_a_one_text_model_say_to_quote_them(topic_run, capsys
         "got 2 arguments: quote the text (\"vote passed\"); for many examples give --input FILE"
     assert main(["predict", "--model", str(out), "the vote passed"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["label"] in TOPICS
+
+
+def test_tsv_predictions_read_back_and_bad_rows_to_predict_are_one_line(topic_run, tmp_path, capsys):
+    """predict's .tsv is written as tuneloop reads a .tsv (no quoting): a text's quotes stay as they are and the
+    file is read back; a text with a line break is refused naming its line (write .csv or .jsonl); a row without
+    its id, or with every field empty, stops with one line naming it (not a traceback, not ids shifted)."""
+    root, out, _ = topic_run
+    model = str(out / "model")
+    (tmp_path / "in.csv").write_text('id,text\n1,"alpha ""x"" one"\n2,beta two\n')
+    assert main(["predict", "--model", model, "--input", str(tmp_path / "in.csv"), "--output",
+                 str(tmp_path / "p.tsv"), "--quiet"]) == 0
+    lines = (tmp_path / "p.tsv").read_text().splitlines()
+    assert lines[1].startswith('1\talpha "x" one\t')
+    assert main(["predict", "--model", model, "--input", str(tmp_path / "p.tsv"), "--output",
+                 str(tmp_path / "again.jsonl"), "--quiet"]) == 0
+    again = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["text"]) for r in again] == [("1", 'alpha "x" one'), ("2", "beta two")]
+    capsys.readouterr()
+    for body, output, said in (
+            ('id,text\n1,"alpha\nsecond"\n', "q.tsv", r"q\.tsv: line 2 \(id 1\), column 'text': holds a tab or a "
+                                                      r"line break"),
+            ('{"id": 1, "text": "alpha"}\n{"text": "beta"}\n', "q.csv", r"line 2: no id in column 'id' \(missing\)"),
+            ("text\nalpha\n\nbeta\n", "q.csv", r"line 3: every field is empty")):
+        name = "bad.jsonl" if body.startswith("{") else "bad.csv"
+        (tmp_path / name).write_text(body)
+        assert main(["predict", "--model", model, "--input", str(tmp_path / name), "--output",
+                     str(tmp_path / output), "--quiet"]) == 2
+        assert re.search(said, capsys.readouterr().err) and not (tmp_path / output).exists()

@@ -504,3 +504,27 @@ def test_a_half_precision_route_keeps_the_heads_resolution_for_scores_far_from_z
     assert half.dtype == torch.float32 and model.classifier.weight.dtype == torch.float32   # the fp32 model as it was
     assert len(set(half.tolist())) == len(set(exact.tolist())) > 30
     assert np.corrcoef(half.numpy(), exact.numpy())[0, 1] > 0.99
+
+
+def test_the_gate_counts_and_takes_whole_texts_not_windows(tiny_model, tmp_path):
+    """--windows: 80 validation texts cut into ~270 windows were gated though the gate needs GATE_MIN_ROWS texts,
+    and the gate's first rows could hold part of a text's windows."""
+    import datasets
+
+    windows = datasets.Dataset.from_dict({"doc": [0, 0, 1, 1, 1, 2, 3, 3], "input_ids": [[1]] * 8})
+    assert routes.first_texts(windows, 2) == [0, 1, 2, 3, 4] and routes.first_texts(windows, 9) == list(range(8))
+    assert Tokenized.of(windows.select(routes.first_texts(windows, 3))).texts() == 3
+    rng = __import__("random").Random(0)
+    for name, n in (("train.csv", 120), ("dev.csv", 80)):
+        with open(tmp_path / name, "w", encoding="utf-8") as f:
+            f.write("text,label\n")
+            for _ in range(n):
+                label = rng.randint(0, 1)
+                words = [rng.choice(["the", "a", "cat", "dog", "red", "car"]) for _ in range(30)]
+                words.insert(rng.randint(0, 30), "alpha" if label else "beta")
+                f.write(f"{' '.join(words)},{label}\n")
+    out = tmp_path / "run"
+    tuneloop.train(**fast_options(tiny_model, epochs=1), train_file=str(tmp_path / "train.csv"),
+                   validation_file=str(tmp_path / "dev.csv"), max_length=16, windows=4, output_dir=str(out))
+    assert "windows of 80 texts" in (out / "train.log").read_text()
+    assert "precision_routes" not in json.loads((out / "model" / "tuneloop.json").read_text())    # 80 < 200 texts

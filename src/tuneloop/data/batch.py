@@ -24,6 +24,12 @@ def model_inputs(mapping) -> dict:
     return {k: mapping[k] for k in MODEL_INPUTS if k in mapping}
 
 
+def text_count(ds) -> int:
+    """The texts of a tokenized split (a datasets.Dataset): with --windows a long text is several rows, which
+    share its ROW."""
+    return len(set(ds[ROW])) if ROW in ds.column_names else len(ds)
+
+
 def batch_columns(column_names, with_row: bool = True) -> list[str]:
     """The columns of a tokenized split that batches carry: the model's inputs, the targets it has, the row."""
     wanted = MODEL_INPUTS + TARGETS + ((ROW,) if with_row else ())

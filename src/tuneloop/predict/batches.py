@@ -32,6 +32,11 @@ class Tokenized:
     def __len__(self) -> int:
         return len(self.columns["input_ids"])
 
+    def texts(self) -> int:
+        """How many texts these rows hold: a long text's windows are several rows with one `doc`."""
+        docs = self.columns.get(ROW)
+        return len(self) if docs is None else len(set(docs))
+
     def as_dataset(self):
         """These rows as a datasets.Dataset with their lengths, for the loaders of a launch
         (data/batching.eval_loader, which Accelerate shares out over the processes)."""

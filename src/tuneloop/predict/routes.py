@@ -1,9 +1,9 @@
-"""Precision routes: faster ways to compute a PyTorch model than fp32 — int8 dynamic quantization of its Linear
-layers (CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it), its weights cast to bf16 (CPUs with bf16 units,
-GPUs) or fp16 (GPUs) but for the head's final Linear, or an int8 ONNX copy run by ONNX Runtime (CPUs, where the `export` extra is installed: the
-graph's ops fused, and a process that takes it never imports the transformers model code) — and the one accuracy
-gate that decides whether one may be used. The ONNX copy is a file: the gate writes it into the model folder
-(layout.ONNX_ROUTE_DIR) only when it chose it, and removes an earlier one it did not choose again.
+"""Precision routes: faster ways to compute a PyTorch model than fp32 — int8 dynamic quantization of its Linear layers
+(CPUs; PyTorch's fbgemm kernels, VNNI where the CPU has it), its weights cast to bf16 (CPUs with bf16 units, GPUs)
+or fp16 (GPUs) but for the head's final Linear, or an int8 ONNX copy run by ONNX Runtime (CPUs, where the `export`
+extra is installed: the graph's ops fused, and a process that takes it never imports the transformers model code) —
+and the one accuracy gate that decides whether one may be used. The ONNX copy is a file: the gate writes it into the
+model folder (layout.ONNX_ROUTE_DIR) only when it chose it, and removes an earlier one it did not choose again.
 
 The gate (`compare`) runs a candidate and the exact fp32 model over the same labelled rows and records the main
 metric of each, the drop in points, the share of rows whose decision (label under the saved rule, abstaining
@@ -203,9 +203,20 @@ def _measure(clf, rows, timed, names, batch_size: int) -> tuple[dict, float]:
     return {"metrics": acc.compute(), "logits": acc.all_logits}, len(timed) / max(seconds, 1e-9)
 
 
+def first_texts(ds, count: int) -> list[int]:
+    """The rows of `ds` that hold its first `count` texts, every window of each (a text is never gated on a part)."""
+    from ..data.batch import ROW
+
+    if ROW not in ds.column_names:
+        return list(range(min(len(ds), count)))
+    docs = ds[ROW]
+    kept = set(list(dict.fromkeys(docs))[:count])
+    return [i for i, doc in enumerate(docs) if doc in kept]
+
+
 def gate_rows(clf, tables=None, limit: int | None = None):
-    """(the first GATE_ROWS tokenized rows of the model's recorded validation data, or its first `limit` (the rows
-    the run evaluated: --max-eval-samples), metric names, main metric); `tables`: the data files that were tables
+    """(the first GATE_ROWS texts of the model's recorded validation data tokenized, or its first `limit` (the
+    texts the run evaluated: --max-eval-samples), metric names, main metric); `tables`: the data files that were tables
     from Python (gate_folder)."""
     from .. import tasks
     from ..data.prepare import prepare_data
@@ -216,7 +227,7 @@ def gate_rows(clf, tables=None, limit: int | None = None):
     data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
                         text_columns=clf.metadata.get("text_columns"))
     ds = next(iter(data.evaluation.values()))
-    rows = Tokenized.of(ds.select(range(min(len(ds), GATE_ROWS, limit or GATE_ROWS))))
+    rows = Tokenized.of(ds.select(first_texts(ds, min(GATE_ROWS, limit or GATE_ROWS))))
     meta, labels = clf.metadata, clf.label_schema
     task = tasks.get_task(config.task)
     names = tuple(meta.get("metrics") or tasks.metric_names(task, labels.problem_type, labels.num_labels))
@@ -261,7 +272,7 @@ def gate(clf, batch_size: int, stop=None, tables=None, limit: int | None = None)
             shutil.rmtree(stage, ignore_errors=True)
     flags = sorted(f for f in cpu_flags() if f.startswith(("avx512", "amx")) or f in ("avx2", "avx_vnni"))
     return {"route": chosen,
-            "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": len(rows), "main_metric": main,
+            "date": dt.datetime.now().isoformat(timespec="seconds"), "rows": rows.texts(), "main_metric": main,
             "timed_rows": len(timed), "batch_size": batch_size,
             "metric_fp32": reference["metrics"].get(main), "fp32_rows_per_s": round(fp32_speed, 1), "checks": checks,
             "rule": f"kept when the {main} drop is at most {DEFAULT_DROP} points, "

@@ -11,6 +11,7 @@ import numpy as np
 from ..decision.fit import MIN_FIT_ROWS, VALIDATION_ROWS, fit_decision
 from ..decision.rule import DecisionRule
 from ..evaluation.inference import Evaluation
+from ..exceptions import TuneloopError
 from ..layout import PREDICTIONS_DIR
 from ..model import target_scale
 from ..model.loading import save_model
@@ -18,7 +19,7 @@ from ..predict.classifier import Classifier
 from ..predict.evaluate import file_inputs
 from ..predict.rows import with_input, write_predictions
 from ..runtime import machine
-from ..runtime.process import settle_processes
+from ..runtime.process import end_process_group, settle_processes
 
 log = logging.getLogger("tuneloop")
 
@@ -93,7 +94,7 @@ def predict_test(run, rule: DecisionRule | None) -> None:
             if isinstance(run.config.test_file, str) and split == "test":
                 inputs, id_column = file_inputs(run.config.test_file, clf.metadata, run.data.raw.test[split]["idx"])
                 rows = with_input(rows, inputs, "all", id_column)
-            write_predictions(rows, str(folder / f"{split}.tsv"))
+            _write_test_rows(rows, folder, split)
             if run.data.task is not None:                 # GLUE scores every row: no abstaining there
                 rows = clf.table_rows(ids, logits, glue=True)
                 write_predictions(rows, str(folder / f"{split}.glue.tsv"), glue=True, labels=run.data.labels,
@@ -101,11 +102,27 @@ def predict_test(run, rule: DecisionRule | None) -> None:
             log.info(f"wrote {len(rows)} {split} predictions to {folder}")
 
 
+def _write_test_rows(rows: list[dict], folder, split: str) -> None:
+    """OUT/predictions/<split>.tsv; a text holding a tab or a line break, which .tsv cannot hold (predict/rows.py
+    refuses it), makes it <split>.jsonl instead, said."""
+    try:
+        write_predictions(rows, str(folder / f"{split}.tsv"))
+    except TuneloopError as e:
+        (folder / f"{split}.tsv").unlink(missing_ok=True)             # an earlier run's, not this model's
+        write_predictions(rows, str(folder / f"{split}.jsonl"))
+        where = str(e).split(": ", 1)[-1].split(": holds")[0]           # line 2 (id 0), column 'text'
+        log.warning(f"{split} predictions written as JSON Lines, {folder / f'{split}.jsonl'}: the text of {where} "
+                    "holds a tab or a line break, which a .tsv file cannot hold")
+
+
 def end_training(accelerator) -> None:
-    """The last barrier (runtime/process.settle_processes), then accelerate's end of training (trackers closed,
-    process group destroyed)."""
+    """The last barrier (runtime/process.settle_processes), then accelerate's end of training: the run's trackers
+    closed, and the process group destroyed unless the caller trains more runs in these processes (an experiment,
+    a search, a distillation: runtime/process.process_group_kept, whose end takes it down)."""
     settle_processes(accelerator)
-    accelerator.end_training()
+    for tracker in accelerator.trackers:
+        tracker.finish()
+    end_process_group()
 
 
 def gate_precision(run, stop=None) -> None:
@@ -117,9 +134,10 @@ def gate_precision(run, stop=None) -> None:
     (SIGTERM/Ctrl-C after the loop) skips it, or ends it between routes: the run's files are written without it, and
     `timeout` or a scheduler's stop does not wait for a CPU gate's ONNX export."""
     from ..layout import MODEL_DIR
+    from ..data.batch import text_count
     from ..predict.routes import GATE_MIN_ROWS
 
-    rows = len(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0
+    rows = text_count(next(iter(run.data.evaluation.values()))) if run.data.evaluation else 0     # windows: texts
     if run.accelerator.is_main_process and run.config.precision_gate != "off" and rows >= GATE_MIN_ROWS:
         with run.timeline.phase("precision gate"):
             gate_model(run.output_dir / MODEL_DIR, run.accelerator.device.type, run.config.eval_batch_size, rows, stop,
