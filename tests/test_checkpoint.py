@@ -344,3 +344,49 @@ def test_a_file_system_without_locks_runs_unlocked(tmp_path, monkeypatch):
     with folder_lock.holding():
         folder_lock.take(tmp_path)
         assert folder_lock.holder(tmp_path) is None
+
+
+class OneProcess:
+    """What save_checkpoint asks of an Accelerator, for one process: save_state writes a file of the step."""
+
+    is_main_process = True
+
+    def wait_for_everyone(self):
+        pass
+
+    def save_state(self, folder):
+        Path(folder).mkdir(parents=True)
+        Path(folder, "model.safetensors").write_text(folder)
+
+
+def test_keep_last_never_prunes_the_checkpoint_just_saved_and_orders_by_step(tmp_path):
+    """A run resumed from an older checkpoint (--resume PATH) counted the newer ones left by the run it went back
+    from as the newest: --keep-last 1 removed the checkpoint just saved (the stop's message named a folder that was
+    gone) and a later --resume went on with that other run."""
+    from tuneloop.training.checkpoint import save_checkpoint
+
+    acc = OneProcess()
+    for step in (2, 4, 6, 8):
+        save_checkpoint(acc, tmp_path, step, {"step": step}, keep_last=5)
+    saved = save_checkpoint(acc, tmp_path, 4, {"step": 4}, keep_last=1)       # resumed from step 2
+    assert saved.is_dir() and [p.name for p in list_checkpoints(tmp_path)] == ["step-0000004"]
+    for step in (9_999_999, 10_000_000):                                     # names wider than 7 digits
+        save_checkpoint(acc, tmp_path, step, {"step": step}, keep_last=2)
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step-10000000", "step-9999999"]
+
+
+@pytest.mark.parametrize("content", ["[]", '{"step": 10}', '{"step": 10, "config": "x"}', "3"])
+def test_a_state_file_that_holds_no_run_state_counts_as_damaged(tmp_path, content):
+    """Valid JSON that is not a checkpoint's state (a list, no config) ended --resume in a TypeError/KeyError."""
+    from tuneloop.training.checkpoint import check_resumable
+
+    current = TrainConfig().to_dict()
+    newest = tmp_path / "checkpoints" / "step-0000010"
+    newest.mkdir(parents=True)
+    (newest / "tuneloop_state.json").write_text(content)
+    with pytest.raises(TuneloopError, match=r"no loadable checkpoint .*step-0000010 is damaged .*holds no run state"):
+        check_resumable(tmp_path, "latest", current, 1)
+    older = tmp_path / "checkpoints" / "step-0000005"
+    older.mkdir()
+    (older / "tuneloop_state.json").write_text(json.dumps({"step": 5, "config": current, "num_processes": 1}))
+    check_resumable(tmp_path, "latest", current, 1)                          # the older one is used

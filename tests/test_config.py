@@ -438,3 +438,33 @@ def test_options_that_do_nothing_without_another_are_said():
         "it out, or add what it needs)"]
     assert idle_options(resolve_config(machine=False, positive_label="x"),
                         LabelSchema("single_label_classification", ["x", "y"])) == []
+
+
+def test_a_runs_own_config_yaml_is_reusable_with_config(tmp_path):
+    """OUT/config.yaml spells out every option: reused with --config, its split defaults beside --data-dir were
+    refused as ignored, and its `resume: latest` / `overwrite: true` (what that run did to its folder) resumed or
+    replaced the run in its output_dir. Its `chosen` says what its user chose (a resumed run's listed every
+    option)."""
+    (tmp_path / "MRPC").mkdir()
+    run = resolve_config(task="mrpc", data_dir=str(tmp_path / "MRPC"), output_dir=str(tmp_path / "run"), lr=1e-4,
+                         overwrite=True, machine=False)
+    (tmp_path / "run").mkdir()
+    run.save_yaml(tmp_path / "run" / "config.yaml")
+    resumed = resolve_config(output_dir=str(tmp_path / "run"), resume="latest", machine=False)   # its config.yaml
+    assert "validation_split" not in resumed.chosen and "lr" in resumed.chosen
+    for saved in (run, resumed):
+        saved.save_yaml(tmp_path / "config.yaml")
+        again = resolve_config(config_file=tmp_path / "config.yaml", output_dir=str(tmp_path / "new"), machine=False)
+        assert (again.lr, again.data_dir, again.resume, again.overwrite) == (1e-4, str(tmp_path / "MRPC"), None, False)
+        assert "lr" in again.chosen and "validation_split" not in again.chosen and "overwrite" not in again.chosen
+        assert resolve_config(config_file=tmp_path / "config.yaml", overwrite=True, machine=False).overwrite  # a flag
+    (tmp_path / "own.yaml").write_text("overwrite: true\n")          # a file of the user's own: as written
+    assert resolve_config(config_file=tmp_path / "own.yaml", machine=False).overwrite
+
+
+@pytest.mark.parametrize("value, resume", [(False, None), (True, "latest"), ("latest", "latest"), ("false", None)])
+def test_resume_true_or_false_from_python_or_yaml(value, resume, tmp_path):
+    """resume=False was read as the path "false": the run looked for a checkpoint folder of that name."""
+    assert resolve_config(output_dir=str(tmp_path), resume=value, machine=False).resume == resume
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump({"resume": value}))
+    assert resolve_config(config_file=tmp_path / "run.yaml", output_dir=str(tmp_path), machine=False).resume == resume

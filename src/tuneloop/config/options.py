@@ -151,8 +151,8 @@ class TrainConfig(DataOptions):
     eval_batch_size: int = opt(64, "evaluation/prediction examples per device per batch", "evaluation", metavar="N",
                                commands=WITH_EVALUATE, resumable=True)
     eval_every: Optional[str] = opt(None, "also evaluate every N optimizer steps, or K times per epoch with K/epoch "
-                                    "(always after each epoch)", "evaluation", metavar="N|K/epoch", resumable=True,
-                                    small_data=True)
+                                    "(and after each epoch of runs up to 20 epochs)", "evaluation", metavar="N|K/epoch",
+                                    resumable=True, small_data=True)
     predict_test: bool = opt(False, "write predictions for the test split into the run folder", "evaluation",
                              common=True, resumable=True)
     baseline: str = opt("tfidf", "a classical baseline scored beside the model on the same rows and metrics: tfidf "

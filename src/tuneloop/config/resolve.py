@@ -37,6 +37,9 @@ def preset(name: str) -> dict:
     return read_yaml_options(path, flag="--recipe")
 
 
+RUN_ACTIONS = ("resume", "dry_run", "overwrite")     # what a run did to its folder, not one of its settings
+
+
 def saved_run_options(options: Mapping[str, Any]) -> dict:
     """When resuming, the run folder's config.yaml stands in for the defaults, so `--output-dir OUT --resume`
     alone continues the same run."""
@@ -44,9 +47,30 @@ def saved_run_options(options: Mapping[str, Any]) -> dict:
     if not options.get("resume") or not folder or not (Path(folder) / CONFIG_FILE).is_file():
         return {}
     saved = read_yaml_options(Path(folder) / CONFIG_FILE, flag="--resume")
-    for key in ("resume", "dry_run", "overwrite"):
+    for key in RUN_ACTIONS:
         saved.pop(key, None)
     return saved
+
+
+def file_options(path: str | os.PathLike) -> tuple[dict, set]:
+    """The options of a --config file and those its user chose. A run's own config.yaml (it lists `chosen`, which
+    only resolve_config fills in) spells out every option, defaults included, and what that run did to its folder:
+    there the options its user chose are its `chosen` (else its spelled-out split defaults beside --data-dir were
+    refused as ignored), and the actions are left out (else `--config OUT/config.yaml` resumed, or with
+    `overwrite: true` replaced, the run in its output_dir rather than starting one with the same settings)."""
+    values = read_yaml_options(path)
+    if "chosen" not in values:
+        return values, set(values)
+    for key in RUN_ACTIONS:
+        values.pop(key, None)
+    return values, set(values.pop("chosen") or ()) - set(RUN_ACTIONS)
+
+
+def resume_value(value):
+    """--resume as a run reads it: `resume=True` / `resume: true` the newest checkpoint, False / `false` none
+    (a bool is otherwise read as the text of a path, and `resume=False` went looking for a checkpoint `false`)."""
+    text = str(value).strip().lower() if isinstance(value, (bool, str)) else None
+    return "latest" if text == "true" else None if text == "false" else value
 
 
 def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.PathLike | None = None,
@@ -58,8 +82,9 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
     user: dict[str, Any] = {}
     chosen: set[str] = set()           # what the user set: settings decided by the data leave these alone
     if config_file is not None:
-        user.update(from_file := read_yaml_options(config_file))
-        chosen |= set(from_file)
+        from_file, chose = file_options(config_file)
+        user.update(from_file)
+        chosen |= chose
     if config is not None:
         changes = config.changes()
         earlier = changes.pop("chosen", None)       # a resolved config knows what its user chose
@@ -83,11 +108,15 @@ def resolve_config(config: TrainConfig | None = None, *, config_file: str | os.P
                 or (kind in (bool, int, float) and not isinstance(value, kind))     # epochs=None, output_dir=[..]
                 or (kind is str and isinstance(value, (int, float)))):              # output_dir=3: the folder "3"
             user[name] = coerce(TrainConfig, field, value, source=name)              # lr="fast": an error
+    if "resume" in user:
+        user["resume"] = resume_value(user["resume"])
     if not user.get("resume"):
         check_split_options(user, chosen)
     below = saved_run_options(user)
     layers = {**below, **user}
-    chosen |= set(layers.pop("chosen", None) or ()) | set(below)
+    # a resumed run's user chose what its config.yaml says (every option, were it older than `chosen`): not every
+    # option it spells out (its config.yaml then listed its split defaults as chosen: refused when reused)
+    chosen |= set(layers.pop("chosen", None) or ()) | (set() if "chosen" in below else set(below))
     values = {**preset(layers.get("recipe", "none")), **layers, "chosen": sorted(chosen - {"chosen"})}
     resolved = fill_defaults(TrainConfig(**values))
     return (for_this_machine(resolved) if machine else resolved).validate()

@@ -26,14 +26,28 @@ def checkpoint_name(step: int) -> str:
     return f"step-{step:07d}"
 
 
+def checkpoint_step(path: Path) -> int | None:
+    """The step a checkpoint folder's name holds (None for another name)."""
+    number = path.name.removeprefix("step-")
+    return int(number) if path.name.startswith("step-") and number.isascii() and number.isdigit() else None
+
+
 def list_checkpoints(output_dir: str | os.PathLike) -> list[Path]:
-    """Complete checkpoints, newest first."""
+    """Complete checkpoints, newest first (by step: step-10000000 is newer than step-9999999)."""
     root = Path(output_dir) / CHECKPOINTS_DIR
     if not root.is_dir():
         return []
     found = [p for p in root.iterdir()
-             if p.is_dir() and p.name.startswith("step-") and (p / CHECKPOINT_STATE_FILE).is_file()]
-    return sorted(found, key=lambda p: p.name, reverse=True)
+             if p.is_dir() and checkpoint_step(p) is not None and (p / CHECKPOINT_STATE_FILE).is_file()]
+    return sorted(found, key=checkpoint_step, reverse=True)
+
+
+def pruned(checkpoints: list[Path], step: int, keep_last: int) -> list[Path]:
+    """What --keep-last removes once `step` is saved: the checkpoints up to `step` beyond the newest `keep_last`,
+    and those past `step`, which a resume from an older checkpoint left from the run it went back from (counted as
+    the newest, they pruned the checkpoint just saved, and the next --resume went on with that other run)."""
+    newer = [p for p in checkpoints if checkpoint_step(p) > step]
+    return newer + [p for p in checkpoints if checkpoint_step(p) <= step][keep_last:]
 
 
 def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_last: int,
@@ -59,7 +73,7 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, state: dict, keep_
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        for old in list_checkpoints(output_dir)[keep_last:]:
+        for old in pruned(list_checkpoints(output_dir), step, keep_last):
             shutil.rmtree(old, ignore_errors=True)
     accelerator.wait_for_everyone()
     return final
@@ -99,6 +113,9 @@ def _readable(candidates: list[Path], current_config: dict, num_processes: int, 
     for path in candidates:
         try:
             state = json.loads((path / CHECKPOINT_STATE_FILE).read_text(encoding="utf-8"))
+            if not (isinstance(state, dict) and isinstance(state.get("config"), dict)
+                    and isinstance(state.get("step"), int)):         # valid JSON, but not a state: a traceback
+                raise ValueError(f"{CHECKPOINT_STATE_FILE} holds no run state")
         except (OSError, ValueError) as e:
             warn(f"checkpoint {path} is damaged ({e}); trying the previous one")
             continue
@@ -113,9 +130,11 @@ def _readable(candidates: list[Path], current_config: dict, num_processes: int, 
 
 def check_resumable(output_dir: Path, which: str, current_config: dict, num_processes: int) -> None:
     """Refuse a resume that cannot work before anything is read or written (reads only)."""
-    for _ in _readable(_candidates(output_dir, which), current_config, num_processes, lambda message: None):
+    damaged: list[str] = []
+    for _ in _readable(_candidates(output_dir, which), current_config, num_processes, damaged.append):
         return
-    raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS_DIR}")
+    raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS_DIR}"
+                        + (f" ({damaged[0].removesuffix('; trying the previous one')})" if damaged else ""))
 
 
 def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: dict, num_processes: int,
