@@ -297,7 +297,9 @@ def server(exported):
     s.stop()
 
 
-def test_serve_from_python_gives_the_callers_thread_count_back(run_dir, monkeypatch):
+def test_serve_from_python_gives_the_callers_thread_count_back(run_dir, monkeypatch, caplog):
+    import logging
+
     import torch
     import uvicorn
 
@@ -309,8 +311,11 @@ def test_serve_from_python_gives_the_callers_thread_count_back(run_dir, monkeypa
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    serve(str(run_dir), port=port, threads=before + 1, precision="fp32")
+    with caplog.at_level(logging.INFO, logger="tuneloop"):
+        serve(str(run_dir), port=port, threads=before + 1, precision="fp32")
     assert seen == [before + 1] and torch.get_num_threads() == before
+    # the folder served, as the guide shows it (`serving runs/x/model`): a run folder was said as the run's
+    assert f"serving {run_dir / 'model'} (pytorch, fp32) on http://127.0.0.1:{port}" in caplog.text
 
 
 def test_serve_answers_like_predict(server, exported, capsys):
@@ -495,7 +500,7 @@ def test_a_classifier_refuses_texts_it_cannot_read_in_one_line(run_dir):
         with pytest.raises(tuneloop.TuneloopError, match="reads pairs of texts"):
             clf.predict(["one text"])
         with pytest.raises(tuneloop.TuneloopError, match=r"texts\[1\]"):
-            clf.predict([("a", "b"), 3])
+            clf.predict([("a", "b"), None])      # (a number is read as its text)
         with pytest.raises(tuneloop.TuneloopError, match="empty list"):
             clf.predict([])
 
@@ -580,3 +585,104 @@ def test_an_export_does_not_carry_the_sources_precision_routes(run_dir, tmp_path
     assert main(["export", str(source), "--output", str(tmp_path / "onnx"), "--quiet"]) == 0
     exported = json.loads((tmp_path / "onnx" / "tuneloop.json").read_text())
     assert "precision_routes" not in exported and exported["labels"] == meta["labels"]
+
+
+# ---------------------------------------------------------------------------------------------- found by use
+def test_export_refuses_a_quantization_it_does_not_do_and_the_current_folder(run_dir, tmp_path, monkeypatch,
+                                                                              capsys):
+    """quantize="int4" (or "INT8") from Python wrote an fp32 model whose report said int4; `--output .` in an empty
+    folder was a ValueError traceback (and replaced whole, it would leave the shell in a deleted folder)."""
+    for quantize in ("int4", "INT8"):
+        with pytest.raises(tuneloop.TuneloopError, match=f"--quantize: int8 \\(or none\\), got '{quantize}'"):
+            export_module.export_model(str(run_dir), str(tmp_path / "q"), quantize=quantize, quiet=True)
+    assert not (tmp_path / "q").exists()
+    here = tmp_path / "empty" / "inner"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    for output in (".", "./", ".."):
+        assert main(["export", str(run_dir), "--output", output, "--quiet", "--overwrite"]) == 2
+        assert "is (or holds) the current folder, which the export would replace whole" in capsys.readouterr().err
+    assert here.is_dir() and list(here.iterdir()) == []
+
+
+def test_a_refused_fp32_export_is_not_told_to_drop_quantize(run_dir, tmp_path, monkeypatch, capsys):
+    """The refusal of an fp32 export said "Export without --quantize", which it already was."""
+    real = export_module.evaluation
+
+    def worse(clf, overrides, output=None, raw=False):
+        results, evaluation = real(clf, overrides, output, raw)
+        if clf.backend == "onnx":
+            split = next(iter(evaluation.metrics))
+            evaluation.metrics[split] = {k: v - 0.05 if k == "f1" else v for k, v in evaluation.metrics[split].items()}
+        return results, evaluation
+
+    monkeypatch.setattr(export_module, "evaluation", worse)
+    assert main(["export", str(run_dir), "--output", str(tmp_path / "x"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "export refused: f1" in err and "--quantize" not in err and "--allow-drop X" in err
+    assert not (tmp_path / "x").exists()
+
+
+def raw_post(server: Server, head: bytes, parts, wait: float = 20.0) -> bytes:
+    """What the server answers to a POST /predict whose headers are `head` and whose body is `parts`, sent without
+    ever finishing it (a client still sending)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=wait) as s:
+        s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + head + b"\r\n")
+        for part in parts:
+            s.sendall(part)
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            got = s.recv(65536)
+            if not got:
+                break
+            answer += got
+        return answer
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read_whole(server):
+    """The body was read whole into memory before --max-body-kb was checked (a 300 MB body took 1 GB of the
+    server's memory): a client announcing a gigabyte, or streaming past the limit, is answered 413 at once."""
+    answer = raw_post(server, b"Content-Length: 1000000000\r\n", [b'{"texts": "'])
+    assert answer.startswith(b"HTTP/1.1 413") and b"the body has 1000000000 bytes; at most 1024" in answer
+    chunk = b"a" * 600
+    answer = raw_post(server, b"Transfer-Encoding: chunked\r\n", [b"%x\r\n%s\r\n" % (len(chunk), chunk)] * 3)
+    assert answer.startswith(b"HTTP/1.1 413") and b"more than 1024 bytes; at most 1024 (--max-body-kb)" in answer
+    assert server.get("/health") == {"status": "ok"}
+    assert server.post({"texts": [["a cat", "the dog"]]})[0] == 200
+
+
+def test_a_request_the_model_fails_on_is_answered_in_json(monkeypatch):
+    """A request the model failed on got uvicorn's plain-text "Internal Server Error"; every other answer is JSON
+    with "error"."""
+    import threading
+
+    import uvicorn
+
+    from tuneloop.deploy import serve
+
+    class Failing:
+        def describe(self):
+            return {"decision_rule_text": "raw scores"}
+
+        def items(self, texts):
+            return [(t, None) for t in texts], False
+
+    monkeypatch.setattr(serve, "predict_rows", lambda clf, items: (_ for _ in ()).throw(ValueError("no such op")))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(serve.create_app(Failing()), host="127.0.0.1", port=port,
+                                           log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        client = Server.__new__(Server)
+        client.port, client.url = port, f"http://127.0.0.1:{port}"
+        end = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < end
+            time.sleep(0.05)
+        assert client.post({"texts": ["a"]}) == (500, {"error": "the model failed on this request: ValueError: "
+                                                                 "no such op"})
+        assert client.get("/health") == {"status": "ok"}
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

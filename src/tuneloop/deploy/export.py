@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from pathlib import Path
 
@@ -60,6 +61,11 @@ def check_target(target: Path, folder: Path, overwrite: bool) -> None:
         raise TuneloopError(f"--output {target}: holds the model being exported ({folder}), which the export would "
                             f"replace; choose a folder outside it, e.g. {folder.parent / 'onnx'}")
     check_output(str(target))          # not inside a saved model's folder, nor one of a run's own outputs
+    here = Path.cwd().resolve()
+    if target.resolve() == here or target.resolve() in here.parents:
+        # replaced whole, `--output .` left this shell in a deleted folder (and `.` has no name to write beside)
+        raise TuneloopError(f"--output {target}: is (or holds) the current folder, which the export would replace "
+                            f"whole; name a folder outside it, e.g. --output {Path(target) / 'onnx'}")
     if target.exists() and not target.is_dir():
         raise TuneloopError(f"--output {target}: is a file; give a folder for the exported model")
     check_place(target, "--output", folder=True)
@@ -85,6 +91,10 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     from ..data.memory import data_option
 
     data = dict(data or {})
+    if quantize in (None, "none"):
+        quantize = None
+    elif quantize != "int8":          # anything else was exported fp32 and reported as quantized
+        raise TuneloopError(f"--quantize: int8 (or none), got {quantize!r}")
     if validation is not None:
         data["validation_file"] = data_option(validation, "validation")
     if allow_drop is not None and not (math.isfinite(allow_drop) and allow_drop >= 0):
@@ -95,6 +105,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
         raise TuneloopError(f"{source}: already an exported model; export the PyTorch model folder")
     target = Path(output)
     check_target(target, folder, overwrite)
+    target = Path(os.path.abspath(target))        # written beside its own name: `out/..` is not a name
     with command_scope(quiet), Classifier.load(folder, cpu=True) as clf:
         model, tokenizer, meta = clf.model, clf.tokenizer, clf.metadata
         main = meta.get("main_metric")
@@ -121,8 +132,10 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
             if g["verdict"] == "fail":
                 raise TuneloopError(f"export refused: {main} {g['exported'][main]:.4f} exported against "
                                     f"{g['pytorch'][main]:.4f} in PyTorch, a drop of {g['drop_points']:.2f} points "
-                                    f"(allowed {g['allowed_drop_points']:g}); nothing written. Export without "
-                                    "--quantize, or accept the drop with --allow-drop X")
+                                    f"(allowed {g['allowed_drop_points']:g}); nothing written. " + (
+                                        "Export without --quantize, or accept" if quantize else
+                                        "The fp32 graph does not compute as PyTorch does; accept") +
+                                    " the drop with --allow-drop X")
             if g["verdict"] == "warn":
                 log.warning(f"the export loses {g['drop_points']:.2f} points of {main} (allowed by --allow-drop)")
     return report
