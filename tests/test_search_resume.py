@@ -202,3 +202,52 @@ def test_an_older_study_with_relative_paths_still_resumes_from_its_directory(tin
     resumed = json.loads((tmp_path / "out" / "trials" / "trial-001" / "results.json").read_text())
     assert "step-" in resumed["resumed_from"]
     assert json.loads((tmp_path / "out" / "search.json").read_text())["finished"] == 2
+
+
+def test_a_diverging_trial_is_pruned_and_the_search_goes_on(tiny_model, data, tmp_path, capfd):
+    """A trial whose loss became NaN (an lr too large) ended the whole search, after Optuna's traceback."""
+    (tmp_path / "huge.yaml").write_text("lr: {choices: [1.0e+8]}\n")
+    out = tmp_path / "out"
+    assert main(args(tiny_model, data, out, str(tmp_path / "huge.yaml"), "--max-steps", "4", "--log-every", "1",
+                     "--max-grad-norm", "0", trials=1)) == 0
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "trial 0 diverged" in err and "no trial of the 1 finished completed" in err, err
+    summary = json.loads((out / "search.json").read_text())
+    assert summary["finished"] == 1 and summary["pruned"] == 1 and "best" not in summary
+    assert "became nan" in summary["trials"][0]["diverged"] and not (out / "best").exists()
+    assert "pruned (diverged)" in (out / "search.html").read_text()
+
+
+def test_a_trial_that_failed_on_a_user_error_is_one_line_and_binds_no_later_search(tiny_model, data, tmp_path,
+                                                                                    capfd):
+    """Optuna printed the failed trial's traceback; then the fixed command was refused: "the study's earlier trials
+    were scored with 'nosuch' (trial 0)", a trial never scored. And a best trial whose folder is not here left an
+    earlier best's copy in OUT/best, which `predict OUT` takes for the best model."""
+    out = tmp_path / "out"
+    assert main(args(tiny_model, data, out, "a.yaml", "--label-column", "nosuch", "--max-steps", "2", trials=1)) == 2
+    err = capfd.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "no label column 'nosuch'" in err, err
+    assert main(args(tiny_model, data, out, "a.yaml", "--max-steps", "2", trials=1)) == 0
+    summary = json.loads((out / "search.json").read_text())
+    assert summary["best"]["number"] == 1 and (out / "best" / "config.json").is_file()
+    shutil.rmtree(Path(summary["best"]["folder"]) / "best")          # as if another worker's machine ran it
+    assert main(args(tiny_model, data, out, "a.yaml", "--max-steps", "2", "--resume", trials=1)) == 0
+    assert not (out / "best").exists() and "model" not in json.loads((out / "search.json").read_text())["best"]
+    assert "ran on another machine" in capfd.readouterr().err
+
+
+def test_a_search_in_a_run_folder_is_refused_and_leaves_its_best_checkpoint(tiny_model, data, tmp_path, capsys):
+    """The search wrote its trials into the run's folder and replaced the run's own best/ with its best trial's."""
+    from conftest import fast_options
+
+    import tuneloop
+
+    run = tmp_path / "run"
+    tuneloop.train(**fast_options(tiny_model, train_file=str(data / "train.csv"), output_dir=str(run), max_steps=2))
+    before = sorted(p.name for p in run.iterdir())
+    capsys.readouterr()
+    for extra in ((), ("--overwrite",)):
+        assert main(args(tiny_model, data, run, "a.yaml", *extra, trials=1)) == 2
+        err = one_line_error(capsys)
+        assert f"--output-dir {run}: already holds an earlier tuneloop run" in err, err
+    assert sorted(p.name for p in run.iterdir()) == before and (run / "best" / "config.json").is_file()

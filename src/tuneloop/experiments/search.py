@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write_json, check_place, make_folder
 from ..config.options import PRUNERS, TrainConfig
-from ..exceptions import ConfigError, Interrupted
+from ..exceptions import ConfigError, Interrupted, NonFiniteLoss
 from ..layout import (BEST_DIR, CHECKPOINTS_DIR, CONFIG_FILE, MODEL_DIR, RESULTS_FILE, SEARCH_FILE, STUDY_JOURNAL,
                       TRIALS_DIR)
 from ..tasks import signed_score
@@ -38,8 +38,8 @@ from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from .common import copy_folder, interrupted_in, resume_point
 from .search_space import RANKED_BY, SCORED_ON, read_space, suggest
-from .search_folder import (SpaceRecorder, anchored, as_recorded, check_scored_on, check_space, clear_search,
-                            folder_attrs, own_journal, resumption, same_place, scored_on, trial_folder)
+from .search_folder import (SpaceRecorder, anchored, as_recorded, check_not_a_run, check_scored_on, check_space,
+                            clear_search, folder_attrs, own_journal, resumption, same_place, scored_on, trial_folder)
 
 log = logging.getLogger("tuneloop")
 PRUNE_RESOLUTION = 20          # evaluations are reported at epoch × 20 (0.05-epoch steps): trials of other batch
@@ -185,6 +185,10 @@ class Objective:
         except Interrupted as stopped:                     # a checkpoint was saved: --resume continues the trial
             trial.set_user_attr("interrupted", True)
             raise interrupted_in(Path(folder), stopped, "search", self.out) from None
+        except NonFiniteLoss as diverged:        # sampled values this run cannot train with (an lr too large): an
+            trial.set_user_attr("diverged", str(diverged))     # outcome of the search, which goes on, not the end of it
+            log.warning(f"trial {trial.number} diverged ({diverged}); counted as pruned, never the best")
+            raise optuna.TrialPruned() from None
         best = results["best"]
         trial.set_user_attr("metric", best["metric"])
         trial.set_user_attr("value", best["value"])
@@ -207,6 +211,7 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     space = read_space(options.space, config)
     out = Path(config.output_dir)
     check_place(out, "--output-dir", folder=True)
+    check_not_a_run(out)
     if not options.resume and (out / SEARCH_FILE).exists() and not config.overwrite:
         raise ConfigError(f"--output-dir {out}: already holds a search; pass --resume to continue it, or choose a "
                           "new folder")
@@ -216,7 +221,9 @@ def search(config: TrainConfig, options: SearchOptions, on_step=None) -> dict:
     if config.overwrite and not options.resume:              # a new search: the earlier one's files go first
         clear_search(out, options.storage, options.study)
     before = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)     # for the search: the caller's level is given back
+    # for the search, the caller's level given back after: Optuna's warnings are a failed trial's traceback, where
+    # tuneloop says the error in one line
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     from ..runtime.process import console_logging, process_group_kept
 
     try:            # the search's own lines between trials (a trial resumed); its trials share the process group
@@ -282,6 +289,7 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
     trials = [{"number": t.number, "state": t.state.name.lower(), "params": t.params,
                "value": t.user_attrs.get("value"), "metric": t.user_attrs.get("metric"),
                "best_step": t.user_attrs.get("best_step"), "pruned_at_epoch": t.user_attrs.get("pruned_at_epoch"),
+               **({"diverged": t.user_attrs["diverged"]} if t.user_attrs.get("diverged") else {}),
                "folder": str(trial_folder(out, t.user_attrs) or "") or None,
                "seconds": round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
                if t.datetime_complete and t.datetime_start else None} for t in study.get_trials(deepcopy=False)]
@@ -298,10 +306,17 @@ def finish(study, out: Path, space: dict, options: SearchOptions) -> dict:
         if (folder / BEST_DIR).is_dir():                   # this machine ran it (or shares the disk)
             copy_folder(folder / BEST_DIR, out / BEST_DIR, extra=(folder / CONFIG_FILE,))
             summary["best"]["model"] = str(out / BEST_DIR)
+        elif (out / BEST_DIR).is_dir():       # an earlier best's copy: `predict OUT` would take it for this one
+            shutil.rmtree(out / BEST_DIR)
+            log.warning(f"the best trial, {best.number}, ran on another machine ({folder}); {out / BEST_DIR}, an "
+                        "earlier best trial's copy, is removed")
         for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
             other = trial_folder(out, t.user_attrs)           # other trials' models: no longer needed
             if t.number != best.number and other and other.is_dir() and same_place(other.parent, out / TRIALS_DIR):
                 _drop(other, BEST_DIR, MODEL_DIR, CHECKPOINTS_DIR)
+    else:
+        log.warning(f"no trial of the {summary['finished']} finished completed (pruned or diverged): there is no best "
+                    "model; widen or move the space (a smaller lr), or --pruner none")
     atomic_write_json(out / SEARCH_FILE, summary)
     from ..report.search_page import write_search_page
 

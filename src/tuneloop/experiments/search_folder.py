@@ -14,11 +14,11 @@ from pathlib import Path
 import yaml
 
 from ..exceptions import ConfigError
-from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE, STUDY_JOURNAL,
-                      TRIALS_DIR)
+from ..layout import (BEST_DIR, CONFIG_FILE, DISTILL_DIR, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
+                      STUDY_JOURNAL, SUMMARY_FILE, TRIALS_DIR)
 from ..runtime import folder_lock
 from ..sheets import data_file
-from ..training.run_folder import remove_outputs
+from ..training.run_folder import is_run_folder, remove_outputs
 
 TRIAL_NAME = re.compile(r"trial-\d{3,}")
 SEARCH_OUTPUTS = (STUDY_JOURNAL, SEARCH_FILE, SEARCH_PAGE, BEST_DIR, PLOTS_DIR)      # a search's own, in OUT
@@ -100,6 +100,21 @@ def own_journal(out: Path, storage: str | None) -> bool:
     return bool(storage) and "://" not in storage and same_place(Path(storage), out / STUDY_JOURNAL)
 
 
+def check_not_a_run(out: Path) -> None:
+    """A search writes OUT/best/, OUT/plots/ and OUT/trials/: a folder that holds a run (whose best/ that is), an
+    experiment or a distillation is refused, --overwrite or not (it clears a search's files only)."""
+    if is_run_folder(out):
+        what = "an earlier tuneloop run"
+    elif (out / SUMMARY_FILE).is_file() or any(is_run_folder(p) for p in (*out.glob("seed-*"), *out.glob("fold-*"))):
+        what = "an earlier tuneloop experiment (--seeds / --folds)"
+    elif (out / DISTILL_DIR).is_dir():
+        what = "an earlier tuneloop distill"
+    else:
+        return
+    raise ConfigError(f"--output-dir {out}: already holds {what}, whose files (best/, plots/) a search would replace; "
+                      "choose a new folder for the search")
+
+
 def clear_search(out: Path, storage: str | None, study: str) -> None:
     """--overwrite: the earlier search in `out` goes (its study journal, trial folders, best model, search.json and
     page); files of the user's stay. A study in a shared --storage is never deleted: refused in one line."""
@@ -149,6 +164,14 @@ class SpaceRecorder:
         return low
 
 
+def never_scored(trial) -> bool:
+    """A trial that failed on an error (a wrong --label-column, a sampled value that did not validate): it was never
+    scored nor will be resumed, so what it was given binds no later search of the study."""
+    from optuna.trial import TrialState
+
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get("interrupted")
+
+
 def _spec_text(distribution) -> str:
     if hasattr(distribution, "choices"):
         return f"{{choices: {list(distribution.choices)}}}"
@@ -162,7 +185,7 @@ def check_space(study, wanted: dict, where: str, start_over: str) -> None:
 
     for trial in study.get_trials(deepcopy=False):
         had = trial.distributions
-        if not had:                                         # queued, or failed before sampling
+        if not had or never_scored(trial):                  # queued, failed before sampling, or failed
             continue
         finished = trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
         for name in sorted(set(had) | (set(wanted) if finished else set())):
@@ -201,6 +224,8 @@ def check_scored_on(study, out: Path, current: dict, start_over: str) -> None:
     host = socket.gethostname()
     for trial in study.get_trials(deepcopy=False):
         attrs = trial.user_attrs
+        if never_scored(trial):                 # a trial that failed on the error the user has fixed since
+            continue
         recorded = attrs.get("scored_on") or _saved_config(trial_folder(out, attrs))
         for name, value in current.items():
             if name not in recorded or (name in PATH_OPTIONS and attrs.get("host") != host):

@@ -44,8 +44,9 @@ def write_search_page(out: Path, study, summary: dict) -> Path:
                       "model") else "; its folder is on the machine that ran it") + ".</p>",
                   _table(list(best["params"].items()), header=("option", "value"))]
     names = list(summary["space"])
-    rows = [(t["number"], t["state"], *[t["params"].get(n) for n in names], t["value"], t["pruned_at_epoch"],
-             t["seconds"]) for t in summary["trials"]]
+    rows = [(t["number"], t["state"] + (" (diverged)" if t.get("diverged") else ""),   # a non-finite loss: pruned
+             *[t["params"].get(n) for n in names], t["value"], t["pruned_at_epoch"], t["seconds"])
+            for t in summary["trials"]]
     parts += ["<h2>Trials</h2>", _table(rows, header=("trial", "state", *names, "best value", "pruned at epoch",
                                                      "seconds"))]
     with _style():
