@@ -34,6 +34,41 @@ class TrainResult(dict):
         return self._classifier
 
 
+def _resolved(caller: str, config, data: tuple, options: dict, machine: bool = True) -> TrainConfig:
+    """The run's TrainConfig from what `train` and `notebook_train` both take: a TrainConfig or a YAML file, the
+    data from Python (`data`: train=, validation=, test=) or as `*_file=` paths or tables, and the options."""
+    from .config.resolve import resolve_config
+    from .data.memory import as_table, data_option
+    from .exceptions import ConfigError
+
+    train, validation, test = data
+    if not (config is None or isinstance(config, (TrainConfig, str, os.PathLike))):
+        raise ConfigError(f"{caller}: the first argument is a TrainConfig or a YAML file, got "
+                          f"{type(config).__name__}; pass data as train=... (e.g. train=df)")
+    for name, keyword in (("train_file", "train"), ("validation_file", "validation"), ("test_file", "test")):
+        given = options.get(name)                # train_file=df: the data, as train= would take it
+        if given is not None and not isinstance(given, (str, os.PathLike)):
+            options[name] = as_table(given, keyword)
+    if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train \
+            and options.get("validation_file") is None:
+        validation = train["validation"]
+    for name, table in (("train_file", data_option(train, "train")),
+                        ("validation_file", data_option(validation, "validation")),
+                        ("test_file", data_option(test, "test"))):
+        if table is not None:
+            if options.get(name) is not None:
+                keyword = name.removesuffix("_file")
+                raise ConfigError(f"{caller}: both {keyword}= and {name}= give the {keyword} data; keep one")
+            options[name] = table
+    if isinstance(config, (str, os.PathLike)):
+        resolved = resolve_config(config_file=str(config), machine=machine, **options)
+    else:
+        resolved = resolve_config(config, machine=machine, **options)
+    if resolved.teacher:
+        raise ConfigError("--teacher: distilling a teacher is `tuneloop distill` (tuneloop.distill in Python)")
+    return resolved
+
+
 def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, validation=None, test=None,
           on_step: Callable | None = None, **options) -> TrainResult:
     """Fine-tune, evaluate and save; returns what results.json holds (a TrainResult: a dict with `.classifier` and
@@ -45,41 +80,10 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     unless `text_columns=`/`label_column=` name them; a split given both ways is refused). With `seeds`, `num_seeds`
     or `folds`: one run per seed or fold, and the summary (summary.json's contents) instead. `on_step(state)` is
     called after every optimizer step."""
-    from .config.resolve import resolve_config
-    from .data.memory import as_table, data_option
     from .experiments.runs import is_experiment, run_experiment
     from .training.loop import run_training
 
-    if not (config is None or isinstance(config, (TrainConfig, str, os.PathLike))):
-        from .exceptions import ConfigError
-
-        raise ConfigError(f"tuneloop.train: the first argument is a TrainConfig or a YAML file, got "
-                          f"{type(config).__name__}; pass data as train=... (e.g. train=df)")
-    for name, keyword in (("train_file", "train"), ("validation_file", "validation"), ("test_file", "test")):
-        given = options.get(name)                # train_file=df: the data, as train= would take it
-        if given is not None and not isinstance(given, (str, os.PathLike)):
-            options[name] = as_table(given, keyword)
-    if type(train).__name__ == "DatasetDict" and validation is None and "validation" in train \
-            and options.get("validation_file") is None:
-        validation = train["validation"]
-    for name, data in (("train_file", data_option(train, "train")),
-                       ("validation_file", data_option(validation, "validation")),
-                       ("test_file", data_option(test, "test"))):
-        if data is not None:
-            if options.get(name) is not None:
-                from .exceptions import ConfigError
-
-                keyword = name.removesuffix("_file")
-                raise ConfigError(f"tuneloop.train: both {keyword}= and {name}= give the {keyword} data; keep one")
-            options[name] = data
-    if isinstance(config, (str, os.PathLike)):
-        resolved = resolve_config(config_file=str(config), **options)
-    else:
-        resolved = resolve_config(config, **options)
-    if resolved.teacher:
-        from .exceptions import ConfigError
-
-        raise ConfigError("--teacher: distilling a teacher is `tuneloop distill` (tuneloop.distill in Python)")
+    resolved = _resolved("tuneloop.train", config, (train, validation, test), options)
     results = run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
     return TrainResult(results, resolved.output_dir)
 
@@ -103,11 +107,34 @@ def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: C
     return TrainResult(results, resolved.output_dir)
 
 
-def notebook_train(config: TrainConfig | None = None, num_processes: int | None = None, **options) -> dict:
-    """`train` on several processes from a notebook, through accelerate.notebook_launcher."""
-    from .training.notebook import notebook_train as _notebook_train
+def notebook_train(config: TrainConfig | str | os.PathLike | None = None, num_processes: int | None = None, *,
+                   train=None, validation=None, test=None, mixed_precision: str | None = None,
+                   **options) -> TrainResult:
+    """`train` on several processes from a notebook, through accelerate.notebook_launcher: the same arguments
+    (a TrainConfig or YAML file, data as train=/validation=/test=, options; seeds or folds run every run and
+    return the summary), and the same TrainResult."""
+    from .exceptions import ConfigError
+    from .experiments.runs import is_experiment
+    from .layout import RESULTS_FILE, SUMMARY_FILE
+    from .training.notebook import notebook_train as launch
 
-    return _notebook_train(config, num_processes=num_processes, **options)
+    # resolved here, so that we know where the processes put their results; `auto` precision and attention are left
+    # to the workers: this process must not touch CUDA before notebook_launcher forks them
+    resolved = _resolved("tuneloop.notebook_train", config, (train, validation, test), options, machine=False)
+    if resolved.dry_run:
+        raise ConfigError("--dry-run: it writes nothing for notebook_train to give back; check the run with "
+                          "tuneloop.train(..., dry_run=True)")
+    written = SUMMARY_FILE if is_experiment(resolved) else RESULTS_FILE
+    return TrainResult(launch(resolved, _launched, written, num_processes, mixed_precision), resolved.output_dir)
+
+
+def _launched(config: TrainConfig) -> None:
+    """What each of notebook_train's processes runs: the run, or every run of an experiment (seeds, folds) and
+    its summary, as `accelerate launch -m tuneloop train` does."""
+    from .experiments.runs import is_experiment, run_experiment
+    from .training.loop import run_training
+
+    run_experiment(config) if is_experiment(config) else run_training(config)
 
 
 def load(path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32") -> "Classifier":

@@ -74,6 +74,35 @@ def as_targets(y) -> list:
     return list(y.tolist() if hasattr(y, "tolist") else y)
 
 
+def _missing(value) -> bool:
+    """None, NaN, pandas' NA / NaT: no value."""
+    return value is None or (isinstance(value, float) and value != value) or type(value).__name__ in ("NAType",
+                                                                                                       "NaTType")
+
+
+def check_fit_data(texts: list, targets: list, names: tuple[str, str] = ("X", "y")) -> None:
+    """What fit takes, checked in the estimator's own words (tuneloop's reading would name `train=` and a column
+    `label` the caller never wrote): a text in every row of X, one target in every row of y. A y of lists (labels
+    per text) is multi-label, which tuneloop.train does; a missing label had been said as "labels of one type
+    that can be sorted"."""
+    from tuneloop.exceptions import DataError
+
+    x, y = names
+    for i, text in enumerate(texts):
+        parts = text if isinstance(text, tuple) else (text,)
+        if any(_missing(t) or (isinstance(t, str) and not t.strip()) for t in parts):
+            raise DataError(f"{x}[{i}], row {i + 1}: no text (got {text!r}); give every row a text, or drop the row "
+                            f"from {x} and {y}")
+    for i, value in enumerate(targets):
+        if isinstance(value, (list, tuple, set, frozenset)) or getattr(value, "ndim", 0) > 0:
+            raise DataError(f"{y}[{i}], row {i + 1}: several labels ({str(value)[:60]}), but these estimators learn "
+                            "one target per text; for several labels per text (multi-label), call tuneloop.train "
+                            "with a list of labels per text")
+        if _missing(value) or (isinstance(value, str) and not value.strip()):
+            raise DataError(f"{y}[{i}], row {i + 1}: no label (got {value!r}); give every text its label, or drop "
+                            f"the row from {x} and {y}")
+
+
 def sorted_classes(labels: list) -> list:
     """The distinct labels of y, sorted, as `classes_` holds them."""
     from tuneloop.exceptions import DataError
@@ -151,9 +180,12 @@ class _TuneloopEstimator(BaseEstimator):
         from tuneloop.data.memory import PAIR_COLUMNS
 
         data = (as_texts(X), as_targets(y))
+        check_fit_data(*data)
         pairs = bool(data[0]) and all(isinstance(t, tuple) for t in data[0])
         held_out = None if validation is None else (as_texts(validation[0], "validation X"),
                                                     as_targets(validation[1]))
+        if held_out is not None:
+            check_fit_data(*held_out, names=("validation X", "validation y"))
         options = self._train_options()
         temporary = self.output_dir is None
         if temporary:
@@ -241,6 +273,7 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
         from tuneloop.exceptions import DataError
 
         values = as_targets(y)
+        check_fit_data([], values)                              # before the classes are sorted
         if any(isinstance(v, float) and v == v and not v.is_integer() for v in values):   # NaN: no label
             raise DataError("y: continuous values (numbers with fractions) are not classes; for a number per text "
                             "use TuneloopRegressor")

@@ -4,8 +4,9 @@ as a DataFrame with the input's index, `label` (or `score`) and one `prob_<class
 from __future__ import annotations
 
 from ..data.columns import detect_columns, named
+from ..data.memory import reads_as_text
 from ..exceptions import DataError, TuneloopError
-from .inputs import Framed, checked
+from .inputs import Framed, as_text, checked
 
 
 def is_frame(data) -> bool:
@@ -51,8 +52,17 @@ def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> li
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
         hint = "; the texts look like the Series' index: pass series.index"
     columns = text_columns_of(frame, recorded, pair, given)
+    names = [str(c) for c in frame.columns]
+    repeated = [c for c in columns if names.count(c) > 1]
+    if repeated:                                        # frame["review"] would be two columns: read as a pair
+        raise TuneloopError(f"{kind}: {names.count(repeated[0])} columns are named {repeated[0]!r} (columns: "
+                            f"{', '.join(names)}); rename them, or select the text column(s)")
     label_of = {str(c): c for c in frame.columns}       # the frame's own column labels (0, not "0") to index it
     rows = list(frame[[label_of[c] for c in columns]].itertuples(index=False, name=None))
+    if not (len(frame.index) and all(reads_as_text(x) for x in list(frame.index[:100]))):
+        # a number as its text, as training reads the same frame; not where the texts are the index (the column
+        # left is then no text column: checked's message says to reset the index)
+        rows = [tuple(as_text(v) for v in row) for row in rows]
     return checked(rows, pair, recorded, Framed(frame.index, columns, hint, "Series" if kind == "Series" else
                                                 "DataFrame"))
 

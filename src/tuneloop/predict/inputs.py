@@ -1,9 +1,12 @@
 """Texts given in memory, checked in one place: what `Classifier.predict` / `predict_proba` take (a text, a pair,
 a list of either, or a pandas DataFrame read by frames.py) and the texts of a `tuneloop serve` request all go
 through `checked`, so the same bad input gets the same message everywhere: at least one row, every row a text or
-a [first, second] pair of texts with something in each, one kind throughout, and the kind the model reads."""
+a [first, second] pair of texts with something in each, one kind throughout, and the kind the model reads. A number
+is read as the text it is written as (`as_text`), as training reads it."""
 
 from __future__ import annotations
+
+import numbers
 
 from ..data.memory import decoded, reads_as_text
 from ..data.sources import half_character
@@ -49,6 +52,17 @@ class Framed:
 LISTED = Listed()
 
 
+def as_text(value):
+    """A number as the text it is written as (42 → "42", 3.5 → "3.5"), as training reads a number in a text column
+    (data/sources.py) and `tuneloop predict` a JSON file's: a model trained on a table with such a text then
+    predicts that table. Anything else — texts, None, NaN, booleans, lists — as it is, for `checked` to judge."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool) and type(value).__name__ != "bool_":
+        value = value.item() if hasattr(value, "item") else value
+        if isinstance(value, (int, float)) and value == value:
+            return str(value)
+    return value
+
+
 def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED) -> list[Item]:
     """`rows` — a tuple per row: (text,) or (first, second) — as (text, second text or None), once every rule
     holds; otherwise a TuneloopError naming the first row that breaks one (`names`: Listed or Framed). `pair`:
@@ -77,8 +91,10 @@ def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], boo
     texts = decoded(texts)                                  # b"text", as training reads it (data/memory.py)
     if isinstance(texts, str):
         return checked([(texts,)], pair, text_columns), True
-    if isinstance(texts, tuple) and len(texts) == 2 and all(isinstance(decoded(t), str) for t in texts):
-        return checked([tuple(map(decoded, texts))], pair, text_columns), True
+    if isinstance(texts, tuple) and len(texts) == 2:
+        both = tuple(as_text(decoded(t)) for t in texts)
+        if all(isinstance(t, str) for t in both):
+            return checked([both], pair, text_columns), True
     if isinstance(texts, (bytes, dict)) or not hasattr(texts, "__iter__"):
         raise TuneloopError(f"texts: give a text, a [first, second] pair or a list of them, got "
                             f"{type(texts).__name__}")
@@ -86,7 +102,7 @@ def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], boo
     for i, item in enumerate(texts):
         if getattr(item, "ndim", None) == 1 and hasattr(item, "tolist"):     # a row of a numpy array of pairs
             item = item.tolist()
-        item = [decoded(t) for t in item] if isinstance(item, (list, tuple)) else decoded(item)
+        item = [as_text(decoded(t)) for t in item] if isinstance(item, (list, tuple)) else as_text(decoded(item))
         if isinstance(item, str):
             rows.append((item,))
         elif isinstance(item, (list, tuple)) and len(item) == 2 and all(isinstance(t, str) for t in item):
