@@ -114,6 +114,21 @@ def test_a_resume_on_other_validation_data_is_refused(tiny_model, data, searched
     assert len(study_trials(searched)) == 2
 
 
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_search_never_replaces_a_users_best_folder(tiny_model, data, tmp_path, capsys, overwrite):
+    """A folder no search wrote, holding the user's best/ and plots/: a search (--overwrite or not) replaced them."""
+    out = tmp_path / "mine"
+    (out / "best").mkdir(parents=True)
+    (out / "best" / "model.bin").write_text("precious")
+    (out / "plots").mkdir()
+    extra = ["--overwrite"] if overwrite else []
+    assert main(args(tiny_model, data, out, "a.yaml", *extra)) == 2
+    err = one_line_error(capsys)
+    assert str(out) in err and "best/" in err and "plots/" in err and "no tuneloop search wrote" in err, err
+    assert (out / "best" / "model.bin").read_text() == "precious"
+    assert sorted(p.name for p in out.iterdir()) == ["best", "plots"]
+
+
 def test_overwrite_never_deletes_a_shared_storage(tiny_model, data, tmp_path, capsys):
     db = tmp_path / "shared.db"
     out = tmp_path / "out"

@@ -93,6 +93,29 @@ def test_refuses_to_write_into_a_foreign_folder(tiny_model, shared_mrpc_dir, tmp
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+def test_overwrite_never_replaces_a_users_files_named_as_tuneloop_outputs(tiny_model, shared_mrpc_dir, tmp_path,
+                                                                           capsys):
+    """--overwrite on a folder no run wrote (no tuneloop-run.json) removed the user's own model/ and config.yaml."""
+    out = tmp_path / "mine"
+    (out / "model").mkdir(parents=True)
+    (out / "model" / "weights.bin").write_text("precious")
+    (out / "config.yaml").write_text("mine: 1")
+    (out / "notes.txt").write_text("mine")
+    code = main(["train", "--task", "mrpc", "--data-dir", str(shared_mrpc_dir), "--model", tiny_model,
+                 "--output-dir", str(out), "--max-steps", "1", "--overwrite"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "config.yaml" in err and "model/" in err and "tuneloop-run.json" in err and "notes.txt" not in err
+    assert (out / "model" / "weights.bin").read_text() == "precious" and (out / "config.yaml").read_text() == "mine: 1"
+    assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "model", "notes.txt"]
+    (out / "model" / "weights.bin").unlink()
+    (out / "model").rmdir()
+    (out / "config.yaml").unlink()              # only files of the user's that no run would write: --overwrite runs
+    assert main(["train", "--task", "mrpc", "--data-dir", str(shared_mrpc_dir), "--model", tiny_model,
+                 "--output-dir", str(out), "--max-steps", "1", "--overwrite", "--quiet"]) == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "tuneloop-run.json").is_file()
+
+
 def test_overwrite_replaces_only_tuneloop_outputs(tiny_model, shared_mrpc_dir, tmp_path):
     out = tmp_path / "run"
     opts = dict(task="mrpc", data_dir=str(shared_mrpc_dir), output_dir=str(out), **fast_options(tiny_model))

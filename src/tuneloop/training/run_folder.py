@@ -25,12 +25,24 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
     check_place(folder, "--output-dir", folder=True)
     if (who := folder_lock.holder(folder)) is not None:       # --resume or --overwrite too: it is being written
         raise folder_lock.busy(folder, who)
-    if resume or overwrite or not folder.is_dir() or not any(p.name != RUN_LOCK for p in folder.iterdir()):
+    if resume or not folder.is_dir() or not any(p.name != RUN_LOCK for p in folder.iterdir()):
         return
     what = _what_is_in(folder)
+    if overwrite:
+        if what.startswith("files") and (theirs := foreign_outputs(folder, RUN_OUTPUTS)):
+            raise TuneloopError(f"--output-dir {folder}: --overwrite would replace {', '.join(theirs)}, which no "
+                                f"tuneloop run wrote (there is no {RUN_MARKER}); move them away or choose a new "
+                                "folder")
+        return
     resume = "" if what.startswith("files") else ", --resume to go on with it"
     raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder{resume}, or pass "
                         "--overwrite to replace tuneloop's outputs there (other files are left alone)")
+
+
+def foreign_outputs(folder: Path, names) -> list[str]:
+    """Which of tuneloop's output `names` a folder holds (`model/`, `config.yaml`, ...), as a refusal lists them."""
+    return [f"{name}/" if (folder / name).is_dir() else name for name in names
+            if (folder / name).exists() or (folder / name).is_symlink()]
 
 
 def _what_is_in(folder: Path) -> str:
