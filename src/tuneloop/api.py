@@ -80,12 +80,8 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     unless `text_columns=`/`label_column=` name them; a split given both ways is refused). With `seeds`, `num_seeds`
     or `folds`: one run per seed or fold, and the summary (summary.json's contents) instead. `on_step(state)` is
     called after every optimizer step."""
-    from .experiments.runs import is_experiment, run_experiment
-    from .training.loop import run_training
-
     resolved = _resolved("tuneloop.train", config, (train, validation, test), options)
-    results = run_experiment(resolved, on_step) if is_experiment(resolved) else run_training(resolved, on_step)
-    return TrainResult(results, resolved.output_dir)
+    return TrainResult(_launched(resolved, on_step), resolved.output_dir)
 
 
 def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: Callable | None = None,
@@ -128,13 +124,14 @@ def notebook_train(config: TrainConfig | str | os.PathLike | None = None, num_pr
     return TrainResult(launch(resolved, _launched, written, num_processes, mixed_precision), resolved.output_dir)
 
 
-def _launched(config: TrainConfig) -> None:
-    """What each of notebook_train's processes runs: the run, or every run of an experiment (seeds, folds) and
-    its summary, as `accelerate launch -m tuneloop train` does."""
+def _launched(config: TrainConfig, on_step: Callable | None = None) -> dict:
+    """What `train` runs, and each of notebook_train's processes: the run, or every run of an experiment (seeds,
+    folds) and its summary, as `accelerate launch -m tuneloop train` does; returns results.json's (summary.json's)
+    contents."""
     from .experiments.runs import is_experiment, run_experiment
     from .training.loop import run_training
 
-    run_experiment(config) if is_experiment(config) else run_training(config)
+    return run_experiment(config, on_step) if is_experiment(config) else run_training(config, on_step)
 
 
 def load(path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32") -> "Classifier":
