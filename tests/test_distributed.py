@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -210,10 +211,20 @@ def adapters(run_dir: Path) -> dict:
 def test_lora_on_two_processes_trains_what_one_process_trains(tiny_model, data, tmp_path):
     """--lora under a launcher: the adapters and the new head (saved with them) of 2 processes × batch 4 equal one
     process × batch 8 (no dropout: each process draws its own masks), and a run on other batches lands far away
-    (the comparison can fail)."""
-    two = tmp_path / "two"
-    run(torchrun(2) + ["train", *train_args(tiny_model, data, two, batch_size=4, max_steps=8, eval_batch_size=8,
-                                            lora=True, lora_dropout=0.0, lr=1e-2, warmup_ratio=0.0)])
+    (the comparison can fail). Its checkpoint holds the adapters and head, not the frozen base (DDP's `module.`
+    names): resumed from step 4 under the launcher, the run ends where it ended."""
+    two, again = tmp_path / "two", tmp_path / "again"
+    options = dict(batch_size=4, max_steps=8, eval_batch_size=8, lora=True, lora_dropout=0.0, lr=1e-2,
+                   warmup_ratio=0.0, save_every=4, keep_last=2)
+    run(torchrun(2) + ["train", *train_args(tiny_model, data, two, **options)])
+    shutil.copytree(two, again)
+    shutil.rmtree(again / "checkpoints" / "step-0000008")
+    left_out = json.loads((again / "checkpoints" / "step-0000004" / "frozen_weights.json").read_text())["left_out"]
+    assert any("word_embeddings" in name for name in left_out)
+    assert not set(left_out) & set(load_file(str(again / "checkpoints" / "step-0000004" / "model.safetensors")))
+    run(torchrun(2) + ["train", *train_args(tiny_model, data, again, **options, resume="latest")])
+    resumed, whole = adapters(again), adapters(two)
+    assert max(float((resumed[k] - whole[k]).abs().max()) for k in whole) < 1e-6
     runs = {}
     for name, seed in (("one", 0), ("other", 1)):
         runs[name] = tmp_path / name

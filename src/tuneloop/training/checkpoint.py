@@ -145,6 +145,8 @@ def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: d
     for path, state in _readable(candidates, current_config, num_processes, warn):
         try:
             accelerator.load_state(str(path))
+        except TuneloopError:                # not damage: the run's own files disagree with it (frozen_weights.py)
+            raise
         except Exception as e:  # noqa: BLE001 - any unreadable part means: fall back to an older checkpoint
             first = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
             if path != candidates[-1]:

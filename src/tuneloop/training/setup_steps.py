@@ -34,7 +34,7 @@ from ..objective import Objective, Regression, objective_for
 from ..runtime import machine, process, run_log
 from ..runtime.speed import SpeedLevers, dynamo_plugin, mark_cuda_graph_steps, use_fast_dropout
 from ..version import __version__
-from . import checkpoint, choose, progress, run_folder, small_data, step_choice
+from . import checkpoint, choose, frozen_weights, progress, run_folder, small_data, step_choice
 from .contrastive import HEAD_FITTED, check_setfit
 from .dynamics import TrainingDynamics
 from .state import Plan, TrainState
@@ -114,10 +114,10 @@ def setup_accelerator(config: TrainConfig):
     accelerator = Accelerator(cpu=machine.use_cpu(config.cpu), mixed_precision="no" if cpu_bf16 else
                               config.mixed_precision, gradient_accumulation_steps=config.gradient_accumulation_steps,
                               dataloader_config=DataLoaderConfiguration(non_blocking=machine.runs_on_cuda(config.cpu)),
-                              **compiled,
-                              log_with=progress.trackers(config.report_to, out / METRICS_FILE),
+                              **compiled, log_with=progress.trackers(config.report_to, out / METRICS_FILE),
                               project_config=ProjectConfiguration(project_dir=str(out),
                                                                   logging_dir=str(out / TENSORBOARD_DIR)))
+    frozen_weights.register(accelerator)       # checkpoints leave out what the run does not train (LoRA's base)
     if machine.single_process_cpu_launch():    # (one process speaks: runtime/process.console_logging)
         log.warning("note: `accelerate launch --cpu --num_processes N` starts a single process unless it runs "
                     "under mpirun (--mpirun_hostfile); for N CPU processes use `accelerate launch --multi_gpu "
