@@ -542,6 +542,8 @@ def test_the_reports_section_says_how_near_the_student_is_without_a_share_kept()
     assert "The student runs at 2.50× the teacher's rows/s, and answers as the teacher on 75.0% of the rows." in shown
     kept = "".join(distillation_section(SimpleNamespace(results={"distillation": {**d, "kept": 0.9}})))
     assert "The student keeps 90.0% of the teacher's accuracy at 2.50× its rows/s" in kept
+    near = "".join(distillation_section(SimpleNamespace(results={"distillation": {**d, "difference": -0.05}})))
+    assert "The student is -0.05 from the teacher's accuracy (student minus teacher) at 2.50× its rows/s" in near
 
 
 def test_a_lora_teachers_student_is_cut_from_its_merged_layers(tiny_model, files, tmp_path):

@@ -40,6 +40,8 @@ def cmd_distill(ns, on_step=None) -> int:
 
 def print_distillation(d: dict) -> None:
     """teacher / student / labels-only: the main metric and rows/s; agreement and what the student kept."""
+    from ..report.fmt import kept_phrase
+
     main = d.get("main_metric")
     for name in ("teacher", "student", "labels_only"):
         if name in d:
@@ -54,9 +56,7 @@ def print_distillation(d: dict) -> None:
             pearson = versus.get("pearson")
             same = f"mean absolute difference {versus['mean_abs_difference']:.4g}, " + \
                 (f"pearson {pearson:.4f}" if pearson is not None else "pearson undefined (constant scores)")
-        kept = f"keeps {d['kept']:.1%} of the teacher's {main} at {d['speedup']:.2f}x its rows/s" if "kept" in d \
-            else f"runs at {d['speedup']:.2f}x the teacher's rows/s"
-        print(f"the student {kept}; {same}")
+        print(f"the student {kept_phrase(d, 'x')}; {same}")
     elif d.get("note"):
         print(d["note"])
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..config.options import TrainConfig
 from ..layout import DISTILL_DIR, LABELS_ONLY_DIR, MODEL_DIR
 from ..runtime import machine
+from ..tasks import lower_is_better
 from . import teacher as t
 
 WARM_UP = 32            # rows run before timing (first-call costs: kernels, allocations)
@@ -88,10 +89,19 @@ def comparison(cfg: TrainConfig, out: Path, table: dict, labels_only: dict | Non
         result["student_vs_teacher"] = agreement(answers["teacher"], answers["student"], regression)
         result["speedup"] = round(measured["student"]["rows_per_s"] / max(measured["teacher"]["rows_per_s"], 1e-9),
                                   2)
-        s, te = measured["student"]["metrics"].get(main), measured["teacher"]["metrics"].get(main)
-        if main and s is not None and te:
-            result["kept"] = round(s / te, 4)
+        result.update(kept(main, measured["student"]["metrics"].get(main), measured["teacher"]["metrics"].get(main)))
     return result
+
+
+def kept(main: str | None, student: float | None, teacher: float | None) -> dict:
+    """What the student kept of the teacher's main metric: `kept`, a share, only where one means something (a
+    teacher's value above 0 of a metric better when higher); else `difference`, student minus teacher in the
+    metric's units (a loss or mse, a correlation at or below 0: "-641% of the teacher's pearson" says nothing)."""
+    if not main or student is None or teacher is None:
+        return {}
+    if teacher > 0 and not lower_is_better(main):
+        return {"kept": round(student / teacher, 4)}
+    return {"difference": round(student - teacher, 6)}
 
 
 def main_metric(out: Path) -> str | None:

@@ -23,7 +23,7 @@ import numpy as np
 from ..atomic import atomic_write_json, atomic_write_text, make_folder
 from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
-from ..exceptions import ConfigError, TuneloopError
+from ..exceptions import ConfigError, Interrupted, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
                       RUN_LOCK, SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
 from ..runtime import folder_lock, machine
@@ -34,6 +34,7 @@ from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
 from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
+from .common import interrupted_in, resume_point
 
 log = logging.getLogger("tuneloop")
 DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "student_init", "temperature", "gold_weight",
@@ -133,7 +134,8 @@ def _distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         return results
     labels_only = None
     if config.train_file and config.compare_labels_only:
-        labels_only = run_labels_only(_as_the_teacher(config, table), student, out / DISTILL_DIR / LABELS_ONLY_DIR)
+        labels_only = run_labels_only(_as_the_teacher(config, table), student, out / DISTILL_DIR / LABELS_ONLY_DIR,
+                                      out)
     if state.is_main_process:
         from .compare import comparison
 
@@ -367,15 +369,20 @@ def _features_differ(cfg: TrainConfig) -> str | None:
     return None
 
 
-def run_labels_only(cfg: TrainConfig, student: str, folder: Path) -> dict:
-    """The same student on the labelled rows alone (the comparison's baseline); a finished one is read back."""
+def run_labels_only(cfg: TrainConfig, student: str, folder: Path, out: Path) -> dict:
+    """The same student on the labelled rows alone (the comparison's baseline); a finished one is read back, and
+    with --resume a stopped one resumes from its checkpoint. A stop is told as the distillation's (its resume)."""
     done = folder / RESULTS_FILE
     if done.is_file():
         return json.loads(done.read_text(encoding="utf-8"))
     options = {name: TrainConfig.__dataclass_fields__[name].default for name in DISTILL_OPTIONS}
-    return run_training(cfg.replace(**options, model=student, output_dir=str(folder), overwrite=True, resume=None,
-                                    soft_targets=None, method="finetune",     # like for like with the student
-                                    precision_gate="off"))                    # a comparison, not a model to ship
+    resume = resume_point(folder) if cfg.resume is not None else None
+    try:
+        return run_training(cfg.replace(**options, model=student, output_dir=str(folder), overwrite=True,
+                                        resume=resume, soft_targets=None, method="finetune",  # like the student
+                                        precision_gate="off"))                # a comparison, not a model to ship
+    except Interrupted as stopped:
+        raise interrupted_in(folder, stopped, "distill", out) from None
 
 
 def _report(out: Path) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..atomic import atomic_write_json
 from ..config.options import TrainConfig
-from ..exceptions import ConfigError, Interrupted
+from ..exceptions import ConfigError, Interrupted, TuneloopError
 from ..layout import BEST_DIR, CONFIG_FILE, MODEL_DIR, RESULTS_FILE, SUMMARY_FILE
 from ..objective import SingleLabel
 from ..tasks import metric_range, signed_score
@@ -75,6 +75,9 @@ def _experiment(config: TrainConfig, on_step: Callable | None) -> dict:
             results = _run_one(base, out / name, options, on_step)
         except Interrupted as stopped:
             raise interrupted_in(out / name, stopped, "train", out) from None
+        except Exception as failed:          # which run: its own line names no folder (its class, exit code kept)
+            in_run(failed, name)
+            raise
         record = {"name": name, **options, "results": results, "collapsed": collapsed(results)}
         runs.append(record)
         if record["collapsed"] and config.retry_collapsed and "seed" in options and name not in retries:
@@ -98,6 +101,16 @@ def _experiment(config: TrainConfig, on_step: Callable | None) -> dict:
 
         write_summary_page(out, summary)
     return summary
+
+
+def in_run(error: Exception, name: str) -> None:
+    """`error`, raised by the experiment's run `name`, saying so: a user error's one line starts with the run's folder
+    name (unless it names it already), any other error gets a note under its traceback."""
+    if isinstance(error, TuneloopError) and len(error.args) == 1 and isinstance(error.args[0], str):
+        if name not in error.args[0]:
+            error.args = (f"{name}: {error.args[0]}",)
+    else:
+        error.add_note(f"(in {name}, a run of the experiment)")
 
 
 def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:

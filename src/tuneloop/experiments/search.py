@@ -107,28 +107,48 @@ def _created(optuna, name: str, storage, pruner, tries: int = 5):
 
 
 def requeue_interrupted(study, out: Path) -> int:
-    """Trials interrupted on this machine — left RUNNING by a killed worker, or failed by SIGINT/SIGTERM (which
-    saved a checkpoint) — are queued again with the same parameters and folder, so that the new trial resumes from
-    the old one's checkpoint; a killed worker's trial is marked failed first. Returns how many."""
+    """Trials interrupted on this machine (`stopped_trials`) are queued again with the same parameters and folder,
+    so that the new trial resumes from the old one's checkpoint; a killed worker's trial is marked failed first.
+    Returns how many."""
     from optuna.trial import TrialState
 
-    host, count = socket.gethostname(), 0
+    found = stopped_trials(study, out)
+    for trial, killed, folder in found:
+        if killed:
+            study.tell(trial.number, state=TrialState.FAIL)
+        study.enqueue_trial(trial.params, user_attrs=resumption(trial.user_attrs), skip_if_exists=False)
+        log.info(f"trial {trial.number} was interrupted; it will resume from {folder}")
+    return len(found)
+
+
+def stopped_trials(study, out: Path) -> list[tuple]:
+    """(trial, killed, folder) of each trial interrupted on this machine — left RUNNING by a killed worker
+    (`killed`), or failed by SIGINT/SIGTERM (which saved a checkpoint) — whose folder no other trial resumes."""
+    from optuna.trial import TrialState
+
+    host = socket.gethostname()
     trials = study.get_trials(deepcopy=False)
     queued = [trial_folder(out, t.user_attrs, resumed=True) for t in trials
               if t.state in (TrialState.WAITING, TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)]
+    found = []
     for trial in trials:
         attrs, folder = trial.user_attrs, trial_folder(out, trial.user_attrs)
         killed = trial.state == TrialState.RUNNING and attrs.get("host") == host and not _alive(attrs.get("pid"))
         stopped = trial.state == TrialState.FAIL and attrs.get("interrupted")
         if not (killed or stopped) or folder is None or any(same_place(folder, q) for q in queued):
             continue
-        if killed:
-            study.tell(trial.number, state=TrialState.FAIL)
-        study.enqueue_trial(trial.params, user_attrs=resumption(attrs), skip_if_exists=False)
         queued.append(folder)
-        log.info(f"trial {trial.number} was interrupted; it will resume from {folder}")
-        count += 1
-    return count
+        found.append((trial, killed, folder))
+    return found
+
+
+def check_not_stopped(study, out: Path) -> None:
+    """Without --resume, a study in OUT's own journal that was stopped (a trial interrupted, or its worker killed)
+    is not continued silently: that trial would be left behind, a new one sampled in its place."""
+    stopped = stopped_trials(study, out)
+    if stopped:
+        raise ConfigError(f"--output-dir {out}: holds a search that was stopped (trial {stopped[0][0].number} was "
+                          "interrupted); pass --resume to continue it, or --overwrite to start a new one")
 
 
 def _alive(pid) -> bool:
@@ -244,6 +264,8 @@ def run_trials(config: TrainConfig, options: SearchOptions, out: Path, space: di
         where = "--storage" if options.storage else str(out)
         raise ConfigError(f"--resume: the study {options.study!r} in {where} has no trials to continue (--study "
                           "names another?); leave out --resume to start it")
+    if not options.resume and (not options.storage or own_journal(out, options.storage)):
+        check_not_stopped(study, out)
     check_earlier_trials(study, out, base, space, options)
     if options.resume:
         requeue_interrupted(study, out)

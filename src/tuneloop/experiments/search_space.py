@@ -39,10 +39,13 @@ def read_space(path: str, base: TrainConfig | None = None) -> dict[str, dict]:
         raise ConfigError(f"--space: {path} must map options to ranges, e.g. `lr: {{low: 1.0e-5, high: 1.0e-4, "
                           "log: true}`")
     fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    out = {}
+    out, spelled = {}, {}
     for key, spec in space.items():
         name = str(key).replace("-", "_")
         where = f"--space {path}: {key}"
+        if name in spelled:                               # batch-size and batch_size: one option, the last kept
+            raise ConfigError(f"--space {path}: {spelled[name]!r} and {key!r} are the same option; keep one")
+        spelled[name] = key
         if name not in fields:
             near = difflib.get_close_matches(name, list(fields), n=1)
             raise ConfigError(f"{where}: not a tuneloop option" + (f" (did you mean {near[0]}?)" if near else "")

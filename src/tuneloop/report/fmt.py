@@ -219,3 +219,14 @@ def auto_text(choice: dict) -> str:
            if chosen == default else f"right on more held-out rows than {default} beyond chance")
     return (f"{chosen}, {why}; {choice['folds']}-fold cross-validation accuracy: "
             + ", ".join(one(m, c) for m, c in candidates.items()))
+
+
+def kept_phrase(d: dict, times: str = "×") -> str:
+    """The sentence's middle for `distillation` `d` ("The student ... "): the share kept where there is one (`kept`),
+    else the difference from the teacher, and the speed-up."""
+    main, speed = d.get("main_metric"), f"{d['speedup']:.2f}{times}"
+    if "kept" in d:
+        return f"keeps {d['kept']:.1%} of the teacher's {main} at {speed} its rows/s"
+    if "difference" in d:
+        return f"is {d['difference']:+.4g} from the teacher's {main} (student minus teacher) at {speed} its rows/s"
+    return f"runs at {speed} the teacher's rows/s"

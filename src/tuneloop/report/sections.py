@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..analysis.inspect import read_rows
 from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE
-from .fmt import _esc, _figure_html, _table
+from .fmt import _esc, _figure_html, _table, kept_phrase
 from .run import Run
 
 
@@ -108,7 +108,5 @@ def distillation_section(run: Run) -> list[str]:
     if agree is not None:               # a teacher model was measured (its metric may give no share: `kept`)
         said = f"answers as the teacher on {agree['agreement']:.1%} of the rows" if "agreement" in agree else \
             f"scores {agree['mean_abs_difference']:.4g} from the teacher's on average"
-        keeps = f"keeps {d['kept']:.1%} of the teacher's {_esc(main)} at {d['speedup']:.2f}× its rows/s" \
-            if "kept" in d else f"runs at {d['speedup']:.2f}× the teacher's rows/s"
-        parts.append(f"<p>The student {keeps}, and {_esc(said)}.</p>")
+        parts.append(f"<p>The student {kept_phrase({**d, 'main_metric': _esc(main)})}, and {_esc(said)}.</p>")
     return parts
