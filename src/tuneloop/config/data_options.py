@@ -44,9 +44,9 @@ class DataOptions:
                                             commands=WITH_EVALUATE, common=True, sklearn="own")
     label_column: Optional[str] = opt(None, "label column (detected when omitted: label, labels, score, ...)",
                                       "data", metavar="NAME", commands=WITH_EVALUATE, common=True, sklearn="own")
-    problem_type: str = opt("auto", "what the labels are; auto: float labels → regression, lists or "
-                            "--label-separator → multi-label, otherwise single-label classes", "data", PROBLEM_TYPES,
-                            sklearn="own")
+    problem_type: str = opt("auto", "what the labels are; auto: labels with a fraction (2.5) → regression, "
+                            "lists or --label-separator → multi-label, otherwise single-label classes (whole numbers "
+                            "written 4.0 too, said)", "data", PROBLEM_TYPES, sklearn="own")
     label_separator: Optional[str] = opt(None, "split string labels on this to get multi-label targets, e.g. ','",
                                          "data", metavar="SEP")
     max_length: Optional[int] = opt(None, "truncate inputs to this many tokens (default: the tokenizer's maximum)",

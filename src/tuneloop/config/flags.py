@@ -45,7 +45,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls=TrainConfig, only:
 
 def _cli_type(cls, f: dataclasses.Field):
     def convert(text: str):
-        if text.lower() in ("none", "null") and f.default is None:
+        # `none`/`null` unsets an optional option, but a label name is text: a class may be called "none"
+        if text.lower() in ("none", "null") and f.default is None and f.metadata.get("metavar") != "LABEL":
             return None
         try:
             return coerce(cls, f, text, source="--" + f.name.replace("_", "-"))

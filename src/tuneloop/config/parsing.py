@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import typing
 from typing import Any
@@ -34,7 +35,13 @@ def read_yaml_mapping(path: str | os.PathLike, flag: str, what: str = "a mapping
     """A YAML file that must hold a mapping, each key once; ConfigError naming `flag` and the file otherwise."""
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_UniqueKeyLoader) or {}     # noqa: S506 - a SafeLoader
+            text = f.read()
+        try:
+            data = yaml.load(text, Loader=_UniqueKeyLoader) or {}     # noqa: S506 - a SafeLoader
+        except yaml.YAMLError:
+            data = _json_instead(text, path, flag)    # JSON indented with tabs, which YAML refuses
+            if data is None:
+                raise
     except FileNotFoundError:
         raise ConfigError(f"{flag}: {path} does not exist") from None
     except IsADirectoryError:
@@ -51,6 +58,22 @@ def read_yaml_mapping(path: str | os.PathLike, flag: str, what: str = "a mapping
     if not isinstance(data, dict):
         raise ConfigError(f"{flag}: {path} must hold {what}")
     return data
+
+
+def _json_instead(text: str, path, flag: str):
+    """The file as JSON (YAML forbids the tabs that JSON may indent with), each key once; None when it is not
+    JSON either (then the YAML error is the one said)."""
+    def unique(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next((k for k in keys if keys.count(k) > 1), None)
+        if twice is not None:
+            raise ConfigError(f"{flag}: {path}: {twice!r} is given twice; keep one")
+        return dict(pairs)
+
+    try:
+        return json.loads(text.lstrip("\ufeff"), object_pairs_hook=unique)
+    except ValueError:
+        return None
 
 
 def read_options_file(path: str | os.PathLike, cls, flag: str = "--config") -> dict:

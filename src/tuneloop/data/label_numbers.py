@@ -35,6 +35,17 @@ def dots_group_thousands(values: list[str]) -> Optional[bool]:
     return True if bare and all(re.fullmatch(r"[+-]?\d{1,3}", v) for v in bare) else None
 
 
+def written_as_decimals(values: list[str], comma: bool = False, thousands: bool = False) -> bool:
+    """Whether every label is written with a decimal mark (4.0, 3.5; 4,0 in a decimal-comma file; not a dot that
+    groups thousands): numbers, even when each is whole, as a column of floats is written."""
+    def decimal(text: str) -> bool:
+        if comma and _written_with_comma(text):
+            return True
+        return "." in text and not (comma and thousands and _GROUPED_NUMBER.fullmatch(text))
+
+    return bool(values) and all(decimal(v) for v in values)
+
+
 def _as_float(text: str, comma: bool = False, thousands: bool = False) -> Optional[float]:
     """The number `text` writes, or None; `comma`: the source writes its decimal mark as a comma (decimal_comma);
     `thousands`: and its bare dots group thousands (dots_group_thousands)."""

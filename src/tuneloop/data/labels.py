@@ -14,7 +14,7 @@ from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
 from .label_notes import (_check_guessed_classes, _say_label_sets, _say_labels_on_every_row, _say_missing_markers,
                           _say_near_duplicates, _say_number_reading, _say_odd_words)
 from .label_numbers import (_LEADING_ZERO, _as_float, _comma_hint, _not_a_target, _regression_value,
-                            _written_with_comma, dots_group_thousands)
+                            _written_with_comma, dots_group_thousands, written_as_decimals)
 from .readers import decimal_comma, position_word
 
 log = logging.getLogger("tuneloop")
@@ -115,6 +115,14 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if whole and not codes:
         _say_number_reading(values, comma, grouping, source)
         names = [str(int(x)) for x in sorted(set(numeric))]   # 0, 1, 2 ... in numeric order
+        if guessed and written_as_decimals(values, comma, thousands):
+            # 4.0, 2.0, 1.0: scores saved as floats, or class ids saved by pandas as a float column (0.0 / 1.0, a
+            # column that held a missing value): no reading can tell, so the choice is said
+            mark = "comma" if comma and _written_with_comma(values[0]) else "point"
+            log.warning(f"{source}: every label is a whole number written with a decimal {mark} "
+                        f"({min(values, key=len)!r}), trained as {len(names)} classes ({', '.join(names[:6])}"
+                        f"{', ...' if len(names) > 6 else ''}); if they are scores to predict, give --problem-type "
+                        "regression")
     elif codes:                       # "01", "02": codes, whose zeros are part of the name ("01" and "1" two classes)
         names = sorted(values)
         twice = [v for v, x in zip(values, numeric, strict=True) if numeric.count(x) > 1]

@@ -20,6 +20,10 @@ from .small_data import DECIDES as SMALL_DATA_DECIDES
 # options that may change between an interrupted run and its resumption (`resumable=True` in the options); any
 # other change is refused
 RESUMABLE_CHANGES = set(with_trait("resumable"))
+# options that name a file or folder (DIR / FILE in their metavar): `MRPC`, `MRPC/`, `./MRPC` and its absolute
+# path are one folder, not a change
+PATH_OPTIONS = {f.name for f in dataclasses.fields(TrainConfig)
+                if any(word in (f.metadata.get("metavar") or "") for word in ("DIR", "FILE"))}
 
 
 def checkpoint_name(step: int) -> str:
@@ -91,7 +95,40 @@ def incompatible_changes(saved: dict, current: dict) -> list[str]:
     undecided += ("setfit_pooling",) if current.get("setfit_pooling") == "auto" else ()    # decided from the model
     undecided += ("method",) if current.get("method") == "auto" else ()          # decided from the data (choose.py)
     return [f"--{k.replace('_', '-')} {before[k]!r} → {current.get(k)!r}" for k in sorted(current)
-            if k not in RESUMABLE_CHANGES and k not in undecided and before[k] != current.get(k)]
+            if k not in RESUMABLE_CHANGES and k not in undecided and not _same(k, before[k], current.get(k))]
+
+
+def _same(name: str, before, now) -> bool:
+    """Whether an option's value is unchanged; a path option's, up to how the path is written (a trailing slash,
+    `./`, relative or absolute from here, another name of the same file)."""
+    if before == now:
+        return True
+    if name not in PATH_OPTIONS or not isinstance(before, str) or not isinstance(now, str) or not before or not now:
+        return False
+    spelled = [os.path.normcase(os.path.abspath(os.path.expanduser(p))) for p in (before, now)]
+    try:
+        return spelled[0] == spelled[1] or os.path.exists(before) and os.path.exists(now) and os.path.samefile(
+            before, now)
+    except OSError:
+        return False
+
+
+def data_record(steps_per_epoch: int, train_rows: int) -> dict:
+    """What a checkpoint's state records of its training data, for check_same_data (in tuneloop_state.json)."""
+    return {"steps_per_epoch": steps_per_epoch, "train_rows": train_rows}
+
+
+def check_same_data(path: Path, saved: dict, steps_per_epoch: int, train_rows: int, train_file: str | None) -> None:
+    """Refuse a resume whose training data changed since the checkpoint (rows added or removed: the step would sit
+    elsewhere in the epoch). Checkpoints of an earlier tuneloop record neither count: they resume unchecked."""
+    rows, steps, train_file = saved.get("train_rows"), saved.get("steps_per_epoch"), train_file or "the training data"
+    if rows is not None and rows != train_rows:
+        raise TuneloopError(f"--resume: {train_file} has {train_rows} training rows, the checkpoint {path.name} was "
+                            f"made with {rows}; resume with the same data, or start a new run")
+    if steps is not None and steps != steps_per_epoch:
+        raise TuneloopError(f"--resume: {train_file} makes {steps_per_epoch} steps per epoch, the checkpoint "
+                            f"{path.name} was made with {steps} ({train_rows} training rows); resume with the same "
+                            "data, or start a new run")
 
 
 def _candidates(output_dir: Path, which: str) -> list[Path]:

@@ -110,4 +110,4 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
 def checkpoint_payload(run, state: TrainState) -> dict:
     """tuneloop_state.json of a checkpoint: the TrainState, and what a resume checks it against."""
     return {**state.to_dict(), "num_processes": run.accelerator.num_processes, "config": run.config.to_dict(),
-            "tuneloop_version": __version__}
+            **checkpoint.data_record(run.plan.steps_per_epoch, len(run.data.train)), "tuneloop_version": __version__}

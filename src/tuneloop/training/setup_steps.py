@@ -248,8 +248,7 @@ def setup_loaders(config: TrainConfig, data: PreparedData, tokenizer, num_proces
         multiple = length_bucket(config.max_length)     # a compiled model or captured step: few shapes
     collator = make_collator(tokenizer, config.pad_to_max_length, config.max_length, multiple)
     global_batch = config.batch_size * num_processes * config.gradient_accumulation_steps
-    weights = balance.sampling_weights(data.train_labels, data.labels) \
-        if config.sampler == "balanced" else None
+    weights = balance.sampling_weights(data.train_labels, data.labels) if config.sampler == "balanced" else None
     pinned = machine.runs_on_cuda(config.cpu)
     return Loaders(train_loader(data.train, config, collator, global_batch, weights, pinned),
                    {name: eval_loader(ds, config.eval_batch_size, collator, config.dataloader_workers or 0,
@@ -265,13 +264,14 @@ def setup_scheduler(config: TrainConfig, optimizer, plan: Plan, accelerator):
     return scheduler
 
 
-def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan) -> tuple[TrainState, str | None]:
+def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan, data) -> tuple[TrainState, str | None]:
     """A fresh TrainState, or with --resume the checkpoint's (model, optimizer, scheduler and random states are
     loaded into the prepared objects); returns the state and the checkpoint it came from."""
     if config.resume is None:
         return TrainState(), None
     path, saved = checkpoint.load_checkpoint(accelerator, output_dir, config.resume, config.to_dict(),
                                              accelerator.num_processes, log.warning)
+    checkpoint.check_same_data(path, saved, plan.steps_per_epoch, len(data.train), data.raw.source.get("train"))
     state = TrainState.from_dict(saved, plan.steps_per_epoch, config.gradient_accumulation_steps)
     if accelerator.is_main_process:
         checkpoint.truncate_metrics(output_dir / METRICS_FILE, state.step)
@@ -387,7 +387,7 @@ def setup(config: TrainConfig, levers: SpeedLevers) -> Run:
     # step counts only now: after prepare() the loader holds this process's share of the batches
     plan = Plan.make(len(loaders.train), config, accelerator.num_processes)
     scheduler = setup_scheduler(config, optimizer, plan, accelerator)
-    state, resumed_from = setup_state(config, accelerator, output_dir, plan)
+    state, resumed_from = setup_state(config, accelerator, output_dir, plan, data)
     names = metric_names(data)
     main = tasks.main_metric(data.task, data.labels.problem_type)
     run = Run(config, accelerator, output_dir, tokenizer, data, model, objective, optimizer, scheduler, loaders, plan,
