@@ -686,3 +686,41 @@ def test_a_request_the_model_fails_on_is_answered_in_json(monkeypatch):
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def test_the_export_report_names_the_rows_its_gate_ran_on(run_dir, exported, tmp_path):
+    """With --validation-file the report said nothing of the file the gate read: only the run's recorded data
+    (in the exported tuneloop.json) named any, and those were not the rows gated."""
+    other = write_mrpc_folder(tmp_path / "other", n_train=0, n_dev=25, seed=3) / "dev.tsv"
+    target = tmp_path / "onnx"
+    assert main(["export", str(run_dir), "--output", str(target), "--validation-file", str(other), "--quiet"]) == 0
+    gate = json.loads((target / "export_report.json").read_text())["gate"]
+    assert gate["data"] == {"validation_file": str(other.resolve())} and gate["rows"] == 25
+    recorded = json.loads((exported / "export_report.json").read_text())["gate"]
+    source = json.loads((run_dir / "model" / "tuneloop.json").read_text())["data"]
+    assert recorded["data"] == {k: v for k, v in source.items() if v is not None} and recorded["rows"] == 60
+
+
+def test_a_request_is_never_split_across_batches(monkeypatch):
+    """--max-batch-size closes a batch once it holds that many rows; a request is taken whole: one larger than the
+    limit is one batch, and the request that crosses the limit brings all its rows."""
+    import asyncio
+
+    from tuneloop.deploy import serve
+
+    batches = []
+    monkeypatch.setattr(serve, "predict_rows", lambda clf, items: batches.append(list(items)) or list(items))
+
+    async def go():
+        batcher = serve.Batcher(None, max_batch_size=3, max_wait_ms=600_000)
+        batcher.queue = asyncio.Queue()
+        worker = asyncio.create_task(batcher.run())
+        assert await asyncio.wait_for(batcher.submit(list("abcde")), 30) == list("abcde")    # alone, 5 > 3
+        sent = [["f"], list("ghij"), ["k"], ["l"], ["m"]]
+        answers = await asyncio.wait_for(asyncio.gather(*(batcher.submit(rows) for rows in sent)), 30)
+        assert answers == sent
+        await batcher.queue.put(None)
+        await asyncio.wait_for(worker, 30)
+
+    asyncio.run(go())
+    assert batches == [list("abcde"), list("fghij"), list("klm")]     # f + ghij: 5 rows, past the 3

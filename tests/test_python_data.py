@@ -313,3 +313,82 @@ def test_a_frames_text_column_is_found_as_a_files_is_in_any_letter_case_or_by_it
                   pd.DataFrame({"id": [1, 2, 3, 4], "Text": texts}), pd.DataFrame({"body": texts, "title": "x"})):
         assert list(clf.predict(frame).label) == expected, list(frame.columns)
     assert list(clf.predict(pd.DataFrame({"TXT": texts, "n": 1}), text_columns="txt").label) == expected
+
+
+def test_numbers_in_a_text_column_are_predicted_as_their_text(from_csv, tiny_model, tmp_path):
+    """Training reads 42 in a text column as the text "42"; predict refused it ("has no text (got 42)") in a frame
+    of ints, a list or a pair: now each is predicted as its text, the same probabilities."""
+    clf = from_csv.classifier
+    ints = clf.predict(pd.DataFrame({"review": [42, 7, 3]}))
+    texts = clf.predict(pd.DataFrame({"review": ["42", "7", "3"]}))
+    assert list(ints.label) == list(texts.label)
+    assert ints.prob_good.tolist() == pytest.approx(texts.prob_good.tolist())
+    assert clf.predict([42, 3.5, "a cat"]) == clf.predict(["42", "3.5", "a cat"])
+    assert np.allclose(clf.predict_proba(np.array([42, 7])), clf.predict_proba(["42", "7"]))
+    rows = [("the cat", "alpha cat" if i % 2 else "beta cat") for i in range(16)]
+    labels = ["same" if i % 2 else "other" for i in range(16)]
+    pairs = tuneloop.train(**fast_options(tiny_model, epochs=1, max_steps=2), train=(rows, labels),
+                           validation=(rows, labels), output_dir=str(tmp_path / "pairs")).classifier
+    assert pairs.predict([("the cat", 42), (7, "a dog")]) == pairs.predict([("the cat", "42"), ("7", "a dog")])
+    assert pairs.predict(("the cat", 42)) == pairs.predict(("the cat", "42"))          # one pair
+
+
+def test_a_frame_with_two_columns_of_one_name_is_said_naming_it(from_csv, frames, tiny_model, tmp_path):
+    """frame["review"] of such a frame is two columns: read as a pair, the model said it reads one text."""
+    clf = from_csv.classifier
+    frame = pd.DataFrame([["a cat", "the dog", "good"]], columns=["review", "review", "stars"])
+    with pytest.raises(TuneloopError) as caught:
+        clf.predict(frame)
+    assert str(caught.value).startswith("DataFrame: 2 columns are named 'review' (columns: review, review, stars); "
+                                        "rename them, or select the text column(s)")
+    with pytest.raises(TuneloopError, match=r"^DataFrame: 2 columns are named 'review'"):
+        clf.predict_proba(frame)
+    train, _ = frames
+    with pytest.raises(DataError, match=r"^train=: the DataFrame has repeated column names \(review, review, "
+                                        r"stars\); rename them$"):
+        tuneloop.train(**fast_options(tiny_model), train=train[["review", "review", "stars"]],
+                       output_dir=str(tmp_path / "run"))
+
+
+def test_notebook_train_takes_what_train_takes_and_gives_a_train_result(frames, tiny_model, tmp_path):
+    """notebook_train(train=df) had no train=: the frame went in as an option; it returned results.json's dict
+    without .classifier; seeds ran one run and returned it as if it were the experiment; dry_run wrote nothing
+    and then failed to read what it had not written."""
+    from tuneloop.api import TrainResult
+
+    train, dev = frames
+    options = fast_options(tiny_model, epochs=1, max_steps=3)
+    out = tmp_path / "one"
+    result = tuneloop.notebook_train(train=train, validation=dev, num_processes=1, text_columns="review",
+                                     label_column="stars", output_dir=str(out), **options)
+    assert isinstance(result, TrainResult) and result.output_dir == str(out)
+    assert "eval" in result and result.classifier.labels == ["bad", "good"]
+    assert result.classifier.predict("a cat sees alpha")["label"] in ("bad", "good")
+    summary = tuneloop.notebook_train(train=train, validation=dev, num_processes=1, text_columns="review",
+                                      label_column="stars", seeds=[0, 1], output_dir=str(tmp_path / "seeds"),
+                                      **options)
+    assert len(summary["runs"]) == 2 and (tmp_path / "seeds" / "summary.json").is_file()
+    assert summary.classifier.labels == ["bad", "good"]                 # the kept model
+    with pytest.raises(ConfigError, match=r"^--dry-run: it writes nothing for notebook_train to give back; check "
+                                          r"the run with tuneloop.train\(\.\.\., dry_run=True\)$"):
+        tuneloop.notebook_train(train=train, num_processes=1, dry_run=True, output_dir=str(tmp_path / "dry"),
+                                **options)
+    assert not (tmp_path / "dry").exists()
+
+
+def test_notebook_trains_mixed_precision_is_the_runs(frames, tiny_model, tmp_path, monkeypatch):
+    """notebook_train(mixed_precision="bf16") reached only the launcher's environment: the run kept its own option
+    (auto), which the Accelerator it makes is given over the environment."""
+    from tuneloop.training import notebook
+
+    seen = {}
+
+    def launch(config, run, written, num_processes, mixed_precision):
+        seen.update(run_precision=config.mixed_precision, launcher=mixed_precision)
+        return {}
+
+    monkeypatch.setattr(notebook, "notebook_train", launch)
+    train, dev = frames
+    tuneloop.notebook_train(train=train, validation=dev, num_processes=1, text_columns="review", label_column="stars",
+                            output_dir=str(tmp_path / "run"), model=tiny_model, mixed_precision="bf16")
+    assert seen == {"run_precision": "bf16", "launcher": "bf16"}

@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import pickle
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -287,3 +288,68 @@ def test_a_fit_into_a_temporary_folder_skips_the_precision_gate_and_one_under_ou
     assert not gated(make(tiny_model, epochs=1))
     assert gated(make(tiny_model, epochs=1, output_dir=str(tmp_path / "runs")))
     assert gated(make(tiny_model, epochs=1, options={**options, "precision_gate": "auto"}))
+
+
+@pytest.mark.parametrize("missing", [None, float("nan"), np.nan, pd.NA])
+def test_a_missing_label_or_text_is_named_by_its_row_of_x_and_y(tiny_model, own_tmp, missing):
+    """A missing label had been said as "y: labels of one type (all numbers or all texts) that can be sorted" (or,
+    for the regressor, as train=' column 'label'); a list label was a class "['a', 'b']"."""
+    texts = [f"a cat {i}" for i in range(50)]
+    labels = ["pos", "neg"] * 25
+    for cls, y in ((TuneloopClassifier, labels), (TuneloopRegressor, [float(i % 5) for i in range(50)])):
+        with_gap = list(y)
+        with_gap[39] = missing
+        with pytest.raises(DataError) as caught:
+            make(tiny_model, cls).fit(texts, with_gap)
+        assert str(caught.value).startswith(f"y[39], row 40: no label (got {missing!r}); give every text its label, "
+                                            "or drop the row from X and y"), cls
+        with pytest.raises(DataError, match=r"^y\[39\], row 40: no label"):              # a Series with NA
+            make(tiny_model, cls).fit(pd.Series(texts), pd.Series(with_gap, dtype=object))
+    with pytest.raises(DataError, match=r"^validation y\[2\], row 3: no label \(got None\); give every text its "
+                                        r"label, or drop the row from validation X and validation y$"):
+        make(tiny_model).fit(texts, labels, validation=(texts[:4], ["pos", "neg", None, "pos"]))
+    listed = list(labels)
+    listed[3] = ["pos", "neg"]
+    with pytest.raises(DataError, match=r"^y\[3\], row 4: several labels \(\['pos', 'neg'\]\), but these estimators "
+                                        r"learn one target per text; for several labels per text \(multi-label\), "
+                                        r"call tuneloop.train with a list of labels per text$"):
+        make(tiny_model).fit(texts, listed)
+    for gap in (None, float("nan"), "   "):
+        with pytest.raises(DataError, match=rf"^X\[5\], row 6: no text \(got {re.escape(repr(gap))}\); give every "
+                                            r"row a text, or drop the row from X and y$"):
+            make(tiny_model).fit(texts[:5] + [gap] + texts[6:], labels)
+    pairs = [(t, "alpha") for t in texts]
+    pairs[7] = ("a dog", None)
+    with pytest.raises(DataError, match=r"^X\[7\], row 8: no text \(got \('a dog', None\)\)"):
+        make(tiny_model).fit(pairs, labels)
+    assert list(own_tmp.iterdir()) == []
+
+
+def test_tuneloops_reading_errors_name_x_and_y_not_train_and_a_label_column(tiny_model, own_tmp):
+    """What tuneloop's own reading finds wrong in fit's data was said as `train= (lists, 4 rows)` and the column
+    'label' (or 'text'), which the caller of fit(X, y) never wrote."""
+    cases = [
+        (TuneloopRegressor, ["a cat", "a dog", "the cow", "a bus"], [1.0, "x", 2.0, 3.0],
+         "X, y (4 rows): row 2: label 'x' in y is a text but the label of row 1 (1.0) is a number; give labels of "
+         "one type"),
+        (TuneloopClassifier, ["a cat", "a dog", "the cow", "a bus"], ["pos"] * 4,
+         "X, y (4 rows): y holds only ['pos']; classification needs at least two classes"),
+        (TuneloopClassifier, ["a cat", {"a": 1}, "the cow", "a bus"], ["pos", "neg"] * 2,
+         "X, y (4 rows): row 2: X holds a JSON object, not a text ({'a': 1}); give the text itself"),
+        (TuneloopClassifier, [("a cat", "x"), ("a dog", ["y"]), ("the cow", "z"), ("a", "b")], ["pos", "neg"] * 2,
+         "X, y (4 rows): row 2: X's second text holds a list, not a text (['y']); give the text itself"),
+        (TuneloopClassifier, ["a cat", "a dog", "the cow", "a bus"], ["pos", "neg", "pos"],
+         "X, y: 4 texts but 3 labels; give X and y one row per example"),
+        (TuneloopClassifier, [("a cat", "x"), "a dog", ("the cow", "z"), ("a", "b")], ["pos", "neg"] * 2,
+         "X[1], row 2: give every row a text, or every row a (first, second) pair (got a dog)"),
+    ]
+    for cls, X, y, message in cases:
+        with pytest.raises(DataError) as caught:
+            make(tiny_model, cls).fit(X, y)
+        said = str(caught.value)
+        assert said == message, said
+    with pytest.raises(DataError, match=r"^validation X, validation y \(2 rows\): row 2: validation X holds a "
+                                        r"JSON object, not a text"):
+        make(tiny_model).fit(["a cat", "a dog", "a cow", "a bus"], ["pos", "neg"] * 2,
+                             validation=(["a cat", {"a": 1}], ["pos", "neg"]))
+    assert list(own_tmp.iterdir()) == []

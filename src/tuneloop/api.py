@@ -116,6 +116,8 @@ def notebook_train(config: TrainConfig | str | os.PathLike | None = None, num_pr
 
     # resolved here, so that we know where the processes put their results; `auto` precision and attention are left
     # to the workers: this process must not touch CUDA before notebook_launcher forks them
+    if mixed_precision is not None:          # the run's precision, not only the launcher's environment (the run's
+        options = {**options, "mixed_precision": mixed_precision}       # own option would win over it)
     resolved = _resolved("tuneloop.notebook_train", config, (train, validation, test), options, machine=False)
     if resolved.dry_run:
         raise ConfigError("--dry-run: it writes nothing for notebook_train to give back; check the run with "

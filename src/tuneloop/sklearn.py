@@ -177,7 +177,8 @@ class _TuneloopEstimator(BaseEstimator):
         """One training run; `fitted(classifier, labels)` sets the subclass's attributes (before the estimator
         counts as fitted: an error there leaves it as it was)."""
         from tuneloop.api import train
-        from tuneloop.data.memory import PAIR_COLUMNS
+        from tuneloop.data.memory import PAIR_COLUMNS, fit_table, in_fit_words
+        from tuneloop.exceptions import DataError
 
         data = (as_texts(X), as_targets(y))
         check_fit_data(*data)
@@ -186,6 +187,9 @@ class _TuneloopEstimator(BaseEstimator):
                                                     as_targets(validation[1]))
         if held_out is not None:
             check_fit_data(*held_out, names=("validation X", "validation y"))
+        # tables named by X and y: tuneloop's reading would say `train= (lists)` and a column 'label'
+        tables = [(fit_table(data, "train"), ("X", "y"))] + ([] if held_out is None else [
+            (fit_table(held_out, "validation", ("validation X", "validation y")), ("validation X", "validation y"))])
         options = self._train_options()
         temporary = self.output_dir is None
         if temporary:
@@ -195,8 +199,17 @@ class _TuneloopEstimator(BaseEstimator):
             folder = tempfile.mkdtemp(prefix="fit-", dir=self.output_dir)
         try:
             # the columns (texts, labels) become, named: tuneloop's detection would read "text" alone
-            result = train(train=data, validation=held_out, output_dir=folder, label_column="label",
-                           text_columns=list(PAIR_COLUMNS if pairs else PAIR_COLUMNS[:1]), **options)
+            try:
+                result = train(train=tables[0][0], validation=tables[1][0] if held_out else None, output_dir=folder,
+                               label_column="label", text_columns=list(PAIR_COLUMNS if pairs else PAIR_COLUMNS[:1]),
+                               **options)
+            except DataError as e:
+                said = str(e)
+                for table, names in tables:
+                    said = in_fit_words(said, table, names)
+                if said == str(e):
+                    raise
+                raise DataError(said) from None
             classifier = result.classifier
             if fitted is not None:
                 fitted(classifier, data[1])

@@ -308,13 +308,14 @@ def add_serve(sub) -> None:
         help="serve a model over HTTP (JSON) with dynamic batching",
         formatter_class=_formatter,
         description='POST /predict {"texts": ...}, GET /health, '
-        "GET /metadata, GET /stats. Requests are batched (up to --max-batch-size rows or "
-        "--max-wait-ms) and run on PyTorch, or ONNX Runtime for an exported folder.",
+        "GET /metadata, GET /stats. Requests are batched, whole (to --max-batch-size rows or "
+        "--max-wait-ms), and run on PyTorch, or ONNX Runtime for an exported folder.",
     )
     add_model_place(p, "model", "MODEL_DIR", "a run folder, a model folder (RUN/model) or an exported one")
     p.add_argument("--host", default="127.0.0.1", help="(default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="(default: 8000)")
-    p.add_argument("--max-batch-size", type=int, default=32, metavar="N", help="rows per batch (default: 32)")
+    p.add_argument("--max-batch-size", type=int, default=32, metavar="N",
+                   help="a batch takes whole requests until it holds N rows or more (default: 32)")
     p.add_argument(
         "--max-wait-ms",
         type=float,

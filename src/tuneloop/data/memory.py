@@ -121,7 +121,7 @@ def _from_dataset(ds, split: str) -> Table:
     return Table(split, "Dataset", list(ds.column_names), rows)
 
 
-def _from_lists(data, split: str) -> Table:
+def _from_lists(data, split: str, kind: str = "lists") -> Table:
     texts, labels = data
     labels = _not_indicator(labels, split)
     texts, labels = list(texts), (list(labels) if labels is not None else None)
@@ -138,7 +138,43 @@ def _from_lists(data, split: str) -> Table:
         if labels is not None:
             row["label"] = _plain(labels[i - 1])
         rows.append((i, row))
-    return Table(split, "lists", columns, rows)
+    return Table(split, kind, columns, rows)
+
+
+def fit_table(data: tuple, split: str, names: tuple[str, str] = ("X", "y")) -> Table:
+    """(texts, targets) from a scikit-learn estimator's fit(X, y) as the Table tuneloop.train reads (its columns
+    text (text_pair) and label, recorded as `train= (fit(X, y), N rows)`), its own mistakes said in the caller's
+    words: `names`, X's rows by position and number (X[39], row 40)."""
+    x, y = names
+    texts, targets = data
+    if len(texts) != len(targets):
+        raise DataError(f"{x}, {y}: {len(texts)} texts but {len(targets)} labels; give {x} and {y} one row per "
+                        "example")
+    if not texts:
+        raise DataError(f"{x}, {y}: no rows; give at least one example")
+    if any(isinstance(t, (tuple, list)) for t in texts):
+        bad = next((i for i, t in enumerate(texts) if not (isinstance(t, (tuple, list)) and len(t) == 2)), None)
+        if bad is not None:
+            raise DataError(f"{x}[{bad}], row {bad + 1}: give every row a text, or every row a (first, second) pair "
+                            f"(got {str(texts[bad])[:60]})")
+    return _from_lists(data, split, f"fit({x}, {y})")
+
+
+def in_fit_words(message: str, table: Table, names: tuple[str, str] = ("X", "y")) -> str:
+    """A message of tuneloop's reading about `table` (a fit_table) in the estimator's words: the table named by
+    `names` instead of `train= (...)`, its columns (text, text_pair, label) as X (X's first and second text) and
+    y, which the caller passed and never named. Any other message as it is."""
+    described = str(table)
+    if not message.startswith(described):
+        return message
+    x, y = names
+    pairs = "text_pair" in table.columns
+    words = {"in column 'label'": f"in {y}", "column 'label'": y, "the label column": y,
+             "column 'text_pair'": f"{x}'s second text", "column 'text'": f"{x}'s first text" if pairs else x}
+    message = f"{x}, {y} ({len(table)} rows)" + message[len(described):]
+    for said, meant in words.items():
+        message = message.replace(said, meant)
+    return message
 
 
 def _not_indicator(labels, split: str, what: str = "the labels"):

@@ -1,12 +1,12 @@
 """`tuneloop export`: a trained model as ONNX (optionally int8), checked against the PyTorch model before it is
 written. The exported folder holds model.onnx, the tokenizer, config.json and tuneloop.json (labels, text policy,
-decision rule, the data it was validated on), so `tuneloop evaluate`, `predict` and `serve` take it as they take
+decision rule, the run's validation data), so `tuneloop evaluate`, `predict` and `serve` take it as they take
 the PyTorch folder, running on ONNX Runtime.
 
 The accuracy gate: the PyTorch model and the exported one are both evaluated on the run's validation data, or on
-the data given (raw scores); the export reports both metrics and the largest logit difference, and is refused —
-nothing is written — when the main metric drops by more than 0.5 points, or by more than `--allow-drop X` points
-when given (a drop over 0.5 but within X is a warning).
+the data given (raw scores); the export reports the data and rows it ran on, both metrics and the largest logit
+difference, and is refused — nothing is written — when the main metric drops by more than 0.5 points, or by more
+than `--allow-drop X` points when given (a drop over 0.5 but within X is a warning).
 """
 
 from __future__ import annotations
@@ -52,6 +52,14 @@ def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) 
     # the raw decisions' agreement (multi-label: the whole label set); regression has none (None)
     return {"split": split, "pytorch": ours["metrics"], "exported": theirs["metrics"], **checked,
             "prediction_agreement": checked.get("decision_agreement")}
+
+
+def gated_data(data: dict, recorded: dict | None) -> dict:
+    """The data the gate ran on, as the report names it: the data options given (--validation-file FILE by its
+    absolute path, a table from Python by its description), else those recorded with the model."""
+    given = {k: os.path.abspath(v) if k.endswith("_file") and isinstance(v, str) and os.path.isfile(v) else
+             v if isinstance(v, (str, int, float, bool, list)) else str(v) for k, v in data.items() if v is not None}
+    return given or {k: v for k, v in (recorded or {}).items() if v is not None}
 
 
 def check_target(target: Path, folder: Path, overwrite: bool) -> None:
@@ -126,7 +134,9 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
             checked = [evaluation(clf, {**data, "quiet": quiet}, raw=True)[1]]
             with Classifier.load(tmp, cpu=True) as exported, notes_said_once():    # the same rows: said above
                 checked.append(evaluation(exported, {**data, "quiet": True}, raw=True)[1])
-            report = {**info, "gate": gate(*checked, main, allow_drop, clf.objective)}
+            # the rows the gate ran on (rows: how many): those given, not the run's recorded data they replace
+            report = {**info, "gate": {"data": gated_data(data, meta.get("data")),
+                                       **gate(*checked, main, allow_drop, clf.objective)}}
             (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
             g = report["gate"]
             if g["verdict"] == "fail":

@@ -6,13 +6,13 @@
     GET  /metadata  → labels, model, backend, text columns, max length, how long texts are read, decision rule
     GET  /stats     → requests, rows, batches and how many rows each batch held
 
-Requests wait in a queue; one worker takes up to --max-batch-size rows (several requests) or whatever arrived
-within --max-wait-ms and runs them through the model's one inference loop (`Classifier.logits`: longest first, in
-token-budget batches) on the PyTorch model — by the route `--precision` names, the gated one by default — or the
-ONNX Runtime session (an exported folder), off the event loop. Each row is
-decided by the model's saved rule (temperature, thresholds, abstain) as `tuneloop predict` does. Texts are checked
-as `Classifier.predict` checks them; bad requests get a 4xx with a one-line message and never take the server
-down; SIGTERM stops accepting connections and finishes the requests in flight.
+Requests wait in a queue; one worker takes whole requests until the batch holds --max-batch-size rows or
+more (a request is never split) or --max-wait-ms has passed, and runs them through the model's one inference
+loop (`Classifier.logits`: longest first, in token-budget batches) on the PyTorch model — by the route
+`--precision` names, the gated one by default — or the ONNX Runtime session (an exported folder), off the event
+loop. Each row is decided by the model's saved rule (temperature, thresholds, abstain) as `tuneloop predict`
+does. Texts are checked as `Classifier.predict` checks them; bad requests get a 4xx with a one-line message and
+never take the server down; SIGTERM stops accepting connections and finishes the requests in flight.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def predict_rows(classifier: Classifier, items: list[tuple[str, str | None]]) ->
 
 
 class Batcher:
-    """A queue of requests and one worker that batches them: up to `max_batch_size` rows, or what arrived within
-    `max_wait_ms` of the first; the model runs in a single background thread. A request that finds the queue
-    empty after a batch of one request (one client at a time) runs at once: no one else is sending, and waiting
-    would only add `max_wait_ms` to its latency."""
+    """A queue of requests and one worker that batches them: whole requests until `max_batch_size` rows or
+    more (never split), or what arrived within `max_wait_ms` of the first; the model runs in a single background
+    thread. A request that finds the queue empty after a batch of one request (one client at a time) runs at once:
+    no one else is sending, and waiting would only add `max_wait_ms` to its latency."""
 
     def __init__(self, classifier: Classifier, max_batch_size: int, max_wait_ms: float):
         self.classifier, self.max_batch_size, self.max_wait = classifier, max_batch_size, max_wait_ms / 1000
