@@ -139,6 +139,20 @@ def test_auto_keeps_to_its_budget_and_a_named_method_is_kept(tiny_model, tmp_pat
     assert "method: finetune" in (tmp_path / "named" / "config.yaml").read_text()
 
 
+def test_auto_with_lora_fine_tunes_the_adapters_without_cross_validation(tiny_model, tmp_path):
+    """--lora on few rows ran the pair stage on the adapters at --setfit-lr (2e-5: they barely moved) and read the
+    model's pooler: nothing the stage's measurements cover. The loop trains them, said; --method setfit is kept."""
+    train, dev = frame(opinion_rows(24, 2)), frame(opinion_rows(16, 3))
+    run = tuneloop.train(**fast_options(tiny_model, **AUTO, lora=True), train=train, validation=dev,
+                         output_dir=str(tmp_path / "lora"))
+    assert run["auto"] == {"chosen": "finetune", "why": "--lora trains adapters in the training loop"}
+    assert run["train"]["steps"] > 0 and run.get("setfit") is None
+    assert "method: finetune" in (tmp_path / "lora" / "config.yaml").read_text()
+    asked = tuneloop.train(**fast_options(tiny_model, **AUTO, lora=True, method="setfit", setfit_iterations=1),
+                           train=train, validation=dev, output_dir=str(tmp_path / "asked"))
+    assert "auto" not in asked and asked["setfit"]["steps"] > 0
+
+
 def test_above_the_small_data_line_a_default_run_is_the_usual_run(tiny_model, tmp_path):
     from tuneloop.training.small_data import SMALL_ROWS
 

@@ -3,8 +3,9 @@ class on average (the few-shot regime the probe and the contrastive stage are fo
 stage (`setfit`, the recipe of the `setfit` package, which led every other way at 8-32 rows per class on the sets of
 the small-data guide), unless cross-validation on the user's own training rows shows another candidate better
 beyond chance (with a class of one training row no folds can be made, and the stage is kept without comparing);
-otherwise, and for regression, multi-label data, several processes or --save-every (the loop's checkpoints), it is
-`finetune` and nothing else changes.
+otherwise, and for regression, multi-label data, several processes, --save-every (the loop's checkpoints) or --lora
+(adapters, which the loop trains: the stage's measurements trained every weight, at --setfit-lr), it is `finetune`
+and nothing else changes.
 
 Candidates, cheapest first:
 - probe: a logistic-regression head on the frozen sentence embedding (contrastive.py without the pair stage),
@@ -68,6 +69,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
     why = ("multi-label data" if target.multi_label else "several processes" if accelerator.num_processes > 1
            else "a dry run (the cross-validation runs when training)" if config.dry_run
            else "--save-every asks for the training loop's checkpoints" if config.save_every
+           else "--lora trains adapters in the training loop" if config.lora
            else f"--max-steps {config.max_steps} asks for a run of that many steps" if config.max_steps else None)
     if why is not None:
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
