@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..decision.rule import DecisionRule
 from ..exceptions import TuneloopError
-from ..layout import ERRORS_FILE, LABEL_ISSUES_FILE, METADATA_FILE, MODEL_DIR, RESULTS_FILE, not_one_run
+from ..layout import (ERRORS_FILE, LABEL_ISSUES_FILE, METADATA_FILE, METRICS_FILE, MODEL_DIR, RESULTS_FILE,
+                      not_one_run)
 from ..tasks import REGRESSION
 
 
@@ -49,19 +50,25 @@ def describe_failures(run_dir, top: int = 10, width: int = 160) -> str:
                         if abstained else ""))
         for n, r in enumerate(rows[:top], 1):
             if "given" in r:
-                head = (f"given {r['given']}, the model says {r['suggested']} (p_given {r['p_given']})"
+                head = (f"given {_set(r['given'])}, the model says {_set(r['suggested'])} (p_given {r['p_given']})"
                         + (" — likely wrong" if r["likely_wrong"] == "True" else ""))
             elif "abs_error" in r:
                 head = f"gold {r['gold']}, predicted {r['predicted']} (error {r['abs_error']})"
-            else:
-                p = r.get("p_predicted") or r.get("confidence_wrong")
-                head = f"gold {r['gold']}, predicted {r['predicted']} (p {p})" + \
+            else:       # multi-label: the largest gap between a wrong label's probability and its target, not a p
+                score = f"p {r['p_predicted']}" if "p_predicted" in r else \
+                    f"confidence_wrong {r.get('confidence_wrong')}"
+                head = f"gold {_set(r['gold'])}, predicted {_set(r['predicted'])} ({score})" + \
                     (" — abstained" if r.get("abstained") == "True" else "")
             where = f"id {r['id']}" + (f", row {r['row']}" if r.get("row") else "")
             lines.append(f"{n:4d}. {where}: {head}")
             lines += [f"      {key}: {cut(r[key])}" for key in ("text", "text_a", "text_b") if key in r]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _set(labels: str) -> str:
+    """A label (multi-label: the labels joined) as the line shows it; an empty set of labels as (none)."""
+    return labels if labels != "" else "(none)"
 
 
 def _not_a_run(run_dir) -> str:
@@ -75,6 +82,9 @@ def _not_a_run(run_dir) -> str:
         return f"{run_dir}: no such folder; {give}"
     if not folder.is_dir():
         return f"{run_dir}: not a folder; {give}"
+    if (folder / METRICS_FILE).is_file() and not (folder / RESULTS_FILE).is_file():       # still going, or stopped
+        return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} yet: the run has not finished (no "
+                f"{RESULTS_FILE}), and they are written at its end; `tuneloop report {run_dir}` shows it so far")
     for n, up in enumerate(list(Path(os.path.abspath(folder)).parents)[:3]):
         if (up / ERRORS_FILE).is_file() or (up / LABEL_ISSUES_FILE).is_file():
             given = folder.parents[n] if n < len(folder.parents) else Path(".")   # as the path was given
@@ -82,6 +92,10 @@ def _not_a_run(run_dir) -> str:
             what = "the saved model of" if (folder / METADATA_FILE).is_file() else "inside"
             return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here: it is {what} the run {named}, which has "
                     f"them: `tuneloop inspect {named}`")
+    parent = folder.parent if folder.name else Path(os.path.abspath(folder)).parent
+    if (folder / METADATA_FILE).is_file() and not_one_run(parent):       # an experiment's or a search's model
+        return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here: it is a saved model of {parent}"
+                f"{not_one_run(parent)}; inspect one of those runs")
     return (f"{run_dir}: no {ERRORS_FILE} or {LABEL_ISSUES_FILE} here; {give}{not_one_run(folder)}")
 
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..objective import Objective, objective_for
-from .rule import (TEMPERATURE_RANGE, DecisionRule, constraint_bound, coverage_curve, ece, fit_temperature,
-                   fit_thresholds, floor_of, nll, reliability)
+from .rule import (TEMPERATURE_RANGE, DecisionRule, _logit, constraint_bound, coverage_curve, ece,
+                   fit_temperature, fit_thresholds, floor_of, nll, reliability)
 
 MIN_CROSS_FIT = 40
 MIN_FIT_ROWS = 20          # fewer validation rows: no temperature, no thresholds
@@ -95,6 +95,16 @@ def _folds(labels: np.ndarray, problem: Objective, seed: int) -> list[tuple[np.n
     return list(StratifiedKFold(2, shuffle=True, random_state=seed).split(np.zeros(n), y))
 
 
+def _why_in_sample(labels: np.ndarray, problem: Objective, names=None) -> str:
+    """Why _folds made no halves: too few rows, or a class with one row (no two halves can each hold it)."""
+    if len(labels) < MIN_CROSS_FIT:
+        return "too few to hold any out"
+    y = problem.classes_of(labels)
+    lone = np.flatnonzero(np.bincount(y) == 1) if y is not None else []
+    return (f"the class {_named(lone[:1], names)} has a single row, so no two halves can each hold it" if len(lone)
+            else "none held out")
+
+
 def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
     """The rule fitted on these rows (the parts that cannot be trusted left at their defaults, with a note); `seed`
     draws the thresholds' bootstrap resamples."""
@@ -108,15 +118,29 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
     if options["decision"] == "threshold":
         enough, refused = _thresholds_trusted(labels, problem, rule.positive, rows, options.get("names"))
         rule.notes += [refused] if refused else []
-        if enough.any():
+        saved = options.get("saved")               # a cross-fit's half: (the rule of all the rows, its tuned columns)
+        borrow = saved[1] & ~enough if saved else np.zeros(len(enough), dtype=bool)
+        if enough.any() or borrow.any():
             confidence = options.get("confidence", 0.0)
-            rule.thresholds, misses = fit_thresholds(rule.probabilities(logits), labels, problem,
-                                                     options["objective"], rule.positive, seed, enough, confidence)
-            rule.notes += _threshold_notes(misses, options, problem, rows)
+            misses = {"unreachable": [], "unassured": []}
+            rule.thresholds = [0.5] * len(enough)
+            if enough.any():
+                rule.thresholds, misses = fit_thresholds(rule.probabilities(logits), labels, problem,
+                                                         options["objective"], rule.positive, seed, enough, confidence)
+                rule.notes += _threshold_notes(misses, options, problem, rows)
+            for k in np.flatnonzero(borrow):
+                rule.thresholds[k] = _rescaled_cut(saved[0], k, rule.temperature)
             rule.objective = options["objective"]
-            if _assuring(rule.objective, confidence) and not any(misses.values()):
-                rule.confidence = confidence           # every tuned cut-off assured: the rule says so
+            sure = not borrow.any() or saved[0].confidence is not None
+            if _assuring(rule.objective, confidence) and (enough | borrow).all() and sure and not any(misses.values()):
+                rule.confidence = confidence           # every cut-off tuned and assured: the rule says so
     return rule
+
+
+def _rescaled_cut(saved: DecisionRule, k: int, temperature: float) -> float:
+    """The saved rule's k-th cut-off on probabilities at `temperature`: the one deciding every row as it does
+    (p >= t at T <=> logit >= T * logit(t))."""
+    return float(1 / (1 + np.exp(-saved.temperature / temperature * _logit(saved.thresholds[k]))))
 
 
 def _assuring(objective: str, confidence: float) -> bool:
@@ -151,6 +175,9 @@ def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tupl
         options = {**options, "calibrate": "none"}
     if not rule.thresholds:
         options = {**options, "decision": "argmax"}
+    else:       # a half too small to tune a cut-off the rule has keeps the rule's (_borrowed_cuts says which)
+        rows = options.get("rows", VALIDATION_ROWS)
+        options = {**options, "saved": (rule, _thresholds_trusted(labels, problem, rule.positive, rows)[0])}
     probs = np.zeros_like(logits)
     tuned = np.zeros(DecisionRule(kind=problem.kind).predictions(logits).shape, dtype=np.int64)
     parts = []
@@ -160,6 +187,25 @@ def _cross_fit(logits, labels, problem, options, folds, rule, seed: int) -> tupl
         tuned[measured] = part.predictions(logits[measured])
         parts.append(part)
     return probs, tuned, parts
+
+
+def _borrowed_cuts(labels, problem: Objective, rule: DecisionRule, folds, rows: str, names=None) -> str | None:
+    """What the cross-fitted threshold figures (at_tuned) measure where a half of the rows has too few on a side to
+    tune a cut-off the rule (fitted on all of them) has: that half's rows are decided by the rule's own cut-off,
+    fitted on them too (in-sample), not by argmax, which would measure no cut-off at all."""
+    if not rule.thresholds or not folds:
+        return None
+    tuned = _thresholds_trusted(labels, problem, rule.positive, rows)[0]
+    short = sorted({int(k) for fit_rows, _ in folds
+                    for k in np.flatnonzero(tuned & ~_thresholds_trusted(labels[fit_rows], problem, rule.positive,
+                                                                         rows)[0])})
+    if not short:
+        return None
+    which = f" (labels {_named(short, names)})" if problem.multi_label else ""
+    return (f"the cross-fitted threshold figures (at_tuned) are partly in-sample (optimistic): where a half of the "
+            f"{rows} has fewer than {MIN_CLASS_ROWS} on a side to tune a cut-off on{which}, its rows are decided by "
+            f"the saved cut-off, fitted on all the {len(labels)} {rows}, them included (argmax there would measure "
+            "no cut-off at all)")
 
 
 def _halves_unassured(rule, parts, rows: str) -> str | None:
@@ -217,8 +263,13 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
         probs, tuned, parts = _cross_fit(logits, labels, problem, options, folds, rule, seed)
         after = _scored(probs, labels, problem)
     n = len(labels)
+    if rule.abstain_below is not None and rule.abstains(logits).all():    # predict would answer no row like these
+        rule.notes.append(f"--abstain-below {rule.abstain_below:g}: the rule abstains on every one of the {n} {rows} "
+                          f"(no prediction's calibrated probability reaches it), so tuneloop predict would "
+                          f"answer {rule.abstain_label!r} to rows like them; the coverage table of report.html "
+                          "shows the levels that answer some")
     how = (f"2-fold cross-fit on the {n} {rows} (each half scored by a rule fitted on the other)" if folds
-           else f"in-sample on the {n} {rows} (too few to hold any out: optimistic)")
+           else f"in-sample on the {n} {rows} ({_why_in_sample(labels, problem, options.get('names'))}: optimistic)")
     rule.fitted_on = f"all {n} {rows}"
     report = {"rule": rule.describe(), "fitted_on": rule.fitted_on, "measured": how,
               "calibration": {"method": asked, "temperature": rule.temperature,
@@ -248,9 +299,10 @@ def fit_decision(logits: np.ndarray, labels: np.ndarray, problem: str | Objectiv
     if rule.abstain_below is not None:
         _, coverage, accuracy = coverage_curve(probs, labels, problem, tuned, (rule.abstain_below,))[0]
         report["abstain"].update(coverage=coverage, accuracy=accuracy)
-    halves = _halves_unassured(rule, parts, rows) if folds else None
+    halves = [note for note in (_halves_unassured(rule, parts, rows) if folds else None,
+                                _borrowed_cuts(labels, problem, rule, folds, rows, options.get("names"))) if note]
     if rule.notes or halves:
-        report["notes"] = rule.notes + ([halves] if halves else [])
+        report["notes"] = rule.notes + halves
     return rule, report
 
 

@@ -71,7 +71,7 @@ def _bullets(rule: DecisionRule, names: list[str]) -> list[str]:
     return lines + [f"- **Note:** {md_text(note)}" for note in rule.notes] + [""]
 
 
-def _measured(decision: dict) -> list[str]:
+def _measured(decision: dict, rule_notes: list[str]) -> list[str]:
     """results.json's decision: the metrics at the default and the tuned cut-offs, coverage when abstaining."""
     lines = []
     thresholds = decision.get("thresholds") or {}
@@ -81,6 +81,9 @@ def _measured(decision: dict) -> list[str]:
                   "| metric | default cut-off | tuned cut-off |", "|---|---:|---:|"]
         lines += [f"| {md_text(k)} | {fmt_metric(v)} | {fmt_metric(tuned.get(k))} |"
                   for k, v in thresholds["at_default"].items()] + [""]
+        # what the figures measure (cut-offs the halves could not assure or tune); the rule's own notes are above
+        caveats = [note for note in decision.get("notes") or [] if note not in rule_notes]
+        lines += [f"Note: {md_text(note)}" for note in caveats] + ([""] if caveats else [])
     abstain = decision.get("abstain") or {}
     if abstain.get("level") is not None and abstain.get("coverage") is not None:
         accuracy = abstain.get("accuracy")
@@ -104,4 +107,4 @@ def decision_section(metadata: dict, results: dict, names: list[str]) -> list[st
     if rule.thresholds and rule.problem.multi_label and len(rule.thresholds) == len(names):
         lines += ["| label | threshold |", "|---|---:|"]
         lines += [f"| {md_text(n)} | {t:.4g} |" for n, t in zip(names, rule.thresholds, strict=True)] + [""]
-    return lines + _measured(results.get("decision") or {})
+    return lines + _measured(results.get("decision") or {}, rule.notes)

@@ -22,10 +22,20 @@ def plot_predictions(run: Run) -> list[Plot]:
         logits, labels = value
         try:
             plots.append(plot_of(split, logits, labels, run.label_names))
+            if _cut(run):
+                plots[-1].caption += (" These are the raw model's decisions (argmax; multi-label: 0.5), as in the "
+                                      "final evaluation, not the saved decision rule's cut-offs (below), by which "
+                                      "errors.csv and tuneloop predict decide.")
         except Exception as e:       # odd arrays: say so on the page instead of failing the whole report
             plots.append(Plot(f"predictions_{_safe(split)}", f"Predictions: {split}", "",
                               skipped=f"could not plot the predictions ({type(e).__name__}: {str(e)[:200]})"))
     return plots
+
+
+def _cut(run: Run) -> bool:
+    """Whether the run's saved decision rule cuts elsewhere than argmax / 0.5 (results.json's decision)."""
+    decision = (run.results or {}).get("decision")
+    return isinstance(decision, dict) and bool(decision.get("thresholds"))
 
 
 def _confusion(split: str, logits, labels, names: list[str] | None) -> Plot:

@@ -163,10 +163,39 @@ def _checked_results(results, notes: list) -> dict | None:
         kept[key] = value
     if "eval" in kept and not _metrics_ok("eval", kept["eval"], notes):
         kept.pop("eval")
+    if kept.get("decision") and not _decision_ok(kept["decision"], notes):
+        kept.pop("decision")
     if kept.get("eval_splits"):
         kept["eval_splits"] = {split: metrics for split, metrics in kept["eval_splits"].items()
                                if _metrics_ok(f"eval_splits.{split}", metrics, notes)}
     return kept
+
+
+# what the report's Decision rule section and figures read of results.json's decision (decision/fit.py writes them)
+DECISION_PARTS = {"rule": str, "fitted_on": str, "measured": str, "calibration": dict, "reliability": dict,
+                  "abstain": dict}
+DECISION_FIELDS = {"calibration": ("temperature", "ece_before", "ece_after", "nll_before", "nll_after"),
+                   "reliability": ("before", "after"), "abstain": ("curve",)}
+
+
+def _decision_ok(decision: dict, notes: list) -> bool:
+    """Whether results.json's decision holds what the report reads (DECISION_PARTS); a note naming what is not."""
+    wrong = [key for key, kind in DECISION_PARTS.items() if not isinstance(decision.get(key), kind)]
+    wrong += [f"{key}.{name}" for key, names in DECISION_FIELDS.items() if key not in wrong for name in names
+              if decision[key].get(name) is None or isinstance(decision[key][name], (str, bool))]
+    t = decision.get("thresholds")
+    if t is not None and not (isinstance(t, dict) and "objective" in t and isinstance(t.get("values"), list) and
+                              all(isinstance(t.get(k), dict) for k in ("at_default", "at_tuned"))):
+        wrong.append("thresholds")
+    abstain = decision.get("abstain")
+    if isinstance(abstain, dict) and abstain.get("level") is not None and \
+            not isinstance(abstain.get("coverage"), (int, float)):
+        wrong.append("abstain.coverage")
+    if not wrong:
+        return True
+    notes.append(f"results.json: 'decision' lacks or mistypes {', '.join(map(repr, wrong[:3]))}, which tuneloop "
+                 "writes; it is left out (model/tuneloop.json keeps the rule itself).")
+    return False
 
 
 def _metrics_ok(where: str, metrics, notes: list) -> bool:

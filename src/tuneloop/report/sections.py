@@ -44,12 +44,18 @@ def decision_section(run: Run, plots: list) -> list[str]:
                     header=("", "raw", f"calibrated (T = {c['temperature']:.3g})"))]
     if "thresholds" in d:
         t = d["thresholds"]
-        parts += [f"<h3>Thresholds for {_esc(t['objective'])}: {', '.join(f'{v:.3g}' for v in t['values'])}</h3>",
+        labels = _per_label(run, len(t["values"]))
+        each = [f"{labels[k]} {v:.3g}" if labels else f"{v:.3g}" for k, v in enumerate(t["values"])]
+        names, positive = run.label_names or [], t.get("positive", 1)
+        of = f" on the probability of {names[positive]}" if not labels and len(names) == 2 and positive in (0, 1) \
+            else ""                                  # binary: the class cut (--positive-label)
+        parts += [f"<h3>Thresholds for {_esc(t['objective'])}{_esc(of)}: {_esc(', '.join(each))}</h3>",
                   _table([(k, t["at_default"][k], t["at_tuned"].get(k)) for k in t["at_default"]],
                          header=("metric", "default cut-off", "tuned cut-off"))]
         if "assured" in t:          # precision@R / recall@P: the floor's lower confidence bound at the cut-off
             a = t["assured"]
-            bounds = ", ".join(f"{b:.3f}" for b in a["lower_bounds"])
+            bounds = ", ".join(f"{b:.3f}" + (f" ({labels[k]})" if labels and k < len(labels) else "")
+                               for k, b in enumerate(a["lower_bounds"]))
             parts.append(f"<p>With {a['confidence']:.0%} confidence, {_esc(a['floor'])} on new rows like these is at "
                          f"least {_esc(bounds)} at the cut-off (asked: {a['target']:g}; a lower bound from the rows it "
                          "was fitted on, <code>--threshold-confidence</code>).</p>")
@@ -63,6 +69,13 @@ def decision_section(run: Run, plots: list) -> list[str]:
               _table(rows, header=("abstain below", "coverage", "accuracy on answered rows"))]
     parts += [_figure_html(p) for p in plots if p.name in ("reliability", "coverage")]
     return parts
+
+
+def _per_label(run: Run, cut_offs: int) -> list[str] | None:
+    """Multi-label: the labels' names, one per cut-off, that name each threshold; None otherwise (one cut-off)."""
+    names = run.label_names
+    multi = run.objective is not None and run.objective.multi_label
+    return names if multi and names and len(names) == cut_offs else None
 
 
 def label_issues_section(run: Run, shown: int = 10) -> list[str]:
