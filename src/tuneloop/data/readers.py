@@ -7,11 +7,8 @@ counts as line 1) and the item or row number for json arrays and parquet. A text
 
 from __future__ import annotations
 
-import codecs
-import contextlib
 import csv
 import functools
-import importlib
 import io
 import itertools
 import json
@@ -25,6 +22,7 @@ from typing import Iterator
 from ..exceptions import DataError
 from ..sheets import data_file
 from .columns import pandas_index
+from .text_lines import decoded_lines, zip_member
 
 log = logging.getLogger("tuneloop")
 
@@ -68,7 +66,10 @@ def _is_sep_line(row: list[str] | None) -> bool:
 def _separator(path: str, size: int, mtime: int) -> str:
     """The delimiter of a .csv file: a comma, unless its header line has no comma and one of OTHER_SEPARATORS
     (Excel writes ';' where the comma is the decimal mark; a tab-separated file may be named .csv). Said once."""
-    header = next(_decoded_lines(path), "")
+    try:
+        header = next(decoded_lines(path), "")
+    except DataError:
+        return ","                       # bytes that are not text: the reader names them, and the file as given
     named = _SEP_LINE.fullmatch(header.rstrip("\r\n"))
     if named:
         log.info(f"{path}: its first line {header.strip()!r} names the separator (as Excel reads it): read with "
@@ -111,25 +112,10 @@ def format_suffix(path: str | os.PathLike) -> str:
     book.xlsx#dev (a sheet of it) is .xlsx."""
     path = Path(data_file(path))
     if path.suffix.lower() == ".zip" and len(path.suffixes) == 1 and path.is_file():
-        return Path(_zip_member(str(path)).filename).suffix.lower()
+        return Path(zip_member(str(path)).filename).suffix.lower()
     if path.suffix.lower() in COMPRESSED and len(path.suffixes) > 1:
         path = path.with_suffix("")
     return path.suffix.lower()
-
-
-def _zip_member(path: str):
-    """The one data file a .zip holds (macOS's __MACOSX/ entries and folders aside); DataError otherwise."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [m for m in archive.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX/")]
-    except (zipfile.BadZipFile, OSError) as e:
-        raise DataError(f"{path}: not a readable zip file ({e})") from None
-    if len(members) != 1:
-        raise DataError(f"{path}: a zip of data must hold one file, it holds {len(members)} "
-                        f"({', '.join(m.filename for m in members[:4])}); unpack it and give the file")
-    return members[0]
 
 
 def file_format(path: str | os.PathLike) -> str:
@@ -139,21 +125,6 @@ def file_format(path: str | os.PathLike) -> str:
         raise DataError(f"{path}: unsupported file type {named}; use .csv, .tsv, .json, .jsonl, .parquet or .xlsx "
                         f"(the text formats may be compressed: {', '.join(COMPRESSED)})")
     return FORMATS[suffix]
-
-
-@contextlib.contextmanager
-def _open_bytes(path: str):
-    """The file's bytes, decompressed when its name says so (a .zip must hold exactly one file); closed after."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".zip":
-        import zipfile
-
-        with zipfile.ZipFile(path) as archive, archive.open(_zip_member(path)) as f:
-            yield f
-        return
-    opener = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}.get(suffix) if len(Path(path).suffixes) > 1 else None
-    with (importlib.import_module(opener).open(path, "rb") if opener else open(path, "rb")) as f:  # noqa: SIM115
-        yield f
 
 
 def position_word(source: str) -> str:
@@ -166,39 +137,6 @@ def position_word(source: str) -> str:
             and "counted from 1" not in str(source):
         return "row with index"
     return {"csv": "line", "tsv": "line", "jsonl": "line", "json": "item"}.get(fmt, "row")
-
-
-def _decoded_lines(path: str) -> Iterator[str]:
-    """Lines of a text file as str, byte-order mark dropped, non-UTF-8 bytes reported with their line. A file
-    that starts with UTF-16's byte-order mark (Excel's "Unicode Text", Windows PowerShell's `>`) is read as UTF-16."""
-    with _open_bytes(path) as f:
-        try:
-            if f.peek(2)[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
-                yield from _utf16_lines(path, f)
-                return
-            for number, raw in enumerate(f, 1):
-                if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                    raw = raw[len(codecs.BOM_UTF8):]
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise DataError(f"{path}: line {number}: bytes that are not UTF-8 ({raw[e.start:e.start + 4]!r} "
-                                    f"at character {e.start + 1}); re-save the file as UTF-8") from None
-        except (OSError, EOFError) as e:              # gzip's BadGzipFile is an OSError; lzma's and bz2's too
-            raise DataError(f"{path}: cannot be decompressed ({e}); check the file") from None
-
-
-def _utf16_lines(path: str, f) -> Iterator[str]:
-    text = io.TextIOWrapper(f, encoding="utf-16", newline="")     # the mark says the byte order and is dropped
-    number = 0
-    try:
-        for number, line in enumerate(text, 1):
-            yield line
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: line {number + 1}: not valid UTF-16 text (the file starts with UTF-16's byte-order "
-                        "mark); re-save the file as UTF-8") from None
-    finally:
-        text.detach()                                  # _open_bytes closes the file
 
 
 def _header(path: str, header: list[str], first_row=None, say: bool = False) -> list[str]:
@@ -223,9 +161,10 @@ def _delimited_rows(path: str, fmt: str, names: tuple[str, ...] | None = None) -
     """(line, row) pairs of a csv/tsv file. TSV is read without quoting, as GLUE's files need: their fields
     hold unbalanced double quotes that a quoting reader would swallow across lines."""
     dialect = reading_dialect(path, fmt)
-    reader = csv.reader(_decoded_lines(path), **dialect, strict=fmt == "csv")
+    reader = csv.reader(decoded_lines(path), **dialect, strict=fmt == "csv")
     kind = {",": "comma", "\t": "tab", ";": "semicolon", "|": "bar"}[dialect["delimiter"]] + "-separated"
     limit = csv.field_size_limit(_FIELD_LIMIT)      # long documents; the caller's limit is given back below
+    start = 1                                      # the header's line, until a row is read
     try:
         header = list(names) if names else next(reader, None)
         if not names and fmt == "csv" and _is_sep_line(header):
@@ -267,7 +206,7 @@ def _json_lines(path: str, by_item: bool = False) -> Iterator[tuple[int, dict]]:
     """(line, object) of a JSON Lines file; `by_item`: numbered by object instead (a .json file of JSON Lines,
     whose rows messages call items)."""
     seen = 0
-    for number, line in enumerate(_decoded_lines(path), 1):
+    for number, line in enumerate(decoded_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -317,7 +256,7 @@ def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
         yield from _json_lines(path)
         return
     try:
-        data = json.loads("".join(_decoded_lines(path)) or "null")
+        data = json.loads("".join(decoded_lines(path)) or "null")
     except json.JSONDecodeError as e:
         if e.msg == "Extra data" and e.lineno > 1:       # JSON Lines in a .json file (as `datasets` reads them)
             yield from _json_lines(path, by_item=True)
@@ -381,13 +320,17 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
             raise DataError(f"{path}: not a readable Parquet file ({e})") from None
     if fmt in ("csv", "tsv"):
         limit = csv.field_size_limit(_FIELD_LIMIT)
+        header = None
         try:
-            rows = csv.reader(_decoded_lines(path), **reading_dialect(path, fmt))
+            rows = csv.reader(decoded_lines(path), **reading_dialect(path, fmt))
             header = next(rows, None)
             if fmt == "csv" and _is_sep_line(header):
                 header = next(rows, None)
             first_row = next(rows, None)
-        except csv.Error:
+        except csv.Error as e:
+            if header is None:            # the header itself
+                raise DataError(f"{path}: line {rows.line_num}: malformed {fmt.upper()} header ({e}); check its "
+                                "quoting") from None
             first_row = None              # a malformed first row: the reader names it
         finally:
             csv.field_size_limit(limit)

@@ -16,24 +16,26 @@ from ..objective import MultiLabel, Regression, SingleLabel
 from ..sheets import data_file
 from .label_numbers import _as_float
 from .labels import LabelSchema, _split_labels
+from .readers import decimal_comma
 
 RARE = "(rare)"                    # strata with a single row share one stratum
 
 
-def _score_bins(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
-    """Regression: quantile bins of the target."""
-    values = np.array([_as_float(v) for v in raw_labels], dtype=float)
+def _score_bins(raw_labels: list, schema: LabelSchema, n_validation: int, source: str = "") -> tuple[np.ndarray, str]:
+    """Regression: quantile bins of the target, read as training reads it (`source` a decimal-comma file: 2,6)."""
+    comma = bool(source) and schema.separator != "," and decimal_comma(source)
+    values = np.array([_as_float(v, comma, comma and schema.thousands) for v in raw_labels], dtype=float)
     bins = max(2, min(10, n_validation // 2))
     edges = np.unique(np.quantile(values, np.linspace(0, 1, bins + 1)[1:-1]))
     return np.digitize(values, edges).astype(str), f"{len(edges) + 1} quantile bins of the target"
 
 
-def _label_sets(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+def _label_sets(raw_labels: list, schema: LabelSchema, n_validation: int, source: str = "") -> tuple[np.ndarray, str]:
     keys = [",".join(sorted(i for i in _split_labels(v, schema.separator) if i)) for v in raw_labels]
     return _rare_shared(keys), "label set"
 
 
-def _labels(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
+def _labels(raw_labels: list, schema: LabelSchema, n_validation: int, source: str = "") -> tuple[np.ndarray, str]:
     return _rare_shared([str(v) for v in raw_labels]), "label"
 
 
@@ -45,9 +47,9 @@ def _rare_shared(keys: list[str]) -> np.ndarray:
 STRATA = {Regression: _score_bins, MultiLabel: _label_sets, SingleLabel: _labels}   # what each kind stratifies by
 
 
-def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int) -> tuple[np.ndarray, str]:
-    """One stratum per row, and how they were made."""
-    return STRATA[type(schema.objective)](raw_labels, schema, n_validation)
+def stratify_keys(raw_labels: list, schema: LabelSchema, n_validation: int, source: str = "") -> tuple[np.ndarray, str]:
+    """One stratum per row, and how they were made; `source`: the file the labels come from."""
+    return STRATA[type(schema.objective)](raw_labels, schema, n_validation, source)
 
 
 def asked_rows(n: int, fraction: float) -> int:
@@ -111,7 +113,7 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
         train_rows = np.array(saved["train"], dtype=np.int64)
         how = saved["stratified_by"]
     else:
-        keys, how = stratify_keys(train["label"], schema, n_validation)
+        keys, how = stratify_keys(train["label"], schema, n_validation, source)
         train_rows, validation, stratified = split_rows(keys, fraction, seed) if fold is None else \
             fold_rows(keys, fold[0], fold[1], seed)
         if not stratified:

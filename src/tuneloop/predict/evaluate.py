@@ -20,7 +20,7 @@ from ..data.readers import file_columns
 from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
-from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS
+from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS, SPLIT_FILE
 from ..sheets import data_file
 from .rows import STDOUT, check_output_name, keep_columns, say_formula_texts, with_input, write_predictions
 
@@ -31,10 +31,13 @@ def check_output(output: str) -> None:
     """Refuse an --output that is one of a run's own outputs (results.json, predictions/, ...: it would replace
     it, and the run's --overwrite would delete it) or lies in a saved model's folder (config.json replaced by
     metrics left the model unloadable), or that cannot be written (atomic.check_place: a file where a folder of it
-    would be made, a folder this user may not write in). For Python callers too: said before any row is read."""
+    would be made, a folder this user may not write in, a folder itself). For Python callers too: said before any
+    row is read."""
     from pathlib import Path
 
     check_place(output, "--output")
+    if Path(output).is_dir():                   # os.replace onto it fails after the work is done
+        raise ConfigError(f"--output {output}: is a folder; give the name of a file to write (one in it, say)")
     target = Path(output).resolve()
     for folder in target.parents:
         if (folder / METADATA_FILE).is_file():
@@ -99,7 +102,8 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     with clf.accelerated() as accelerator:
         with accelerator.main_process_first():
             data = prepare_data(config, clf.tokenizer, labels=clf.label_schema, with_train=False,
-                                text_columns=evaluated_text(clf, config, overrides.get("text_columns")))
+                                text_columns=evaluated_text(clf, config, overrides.get("text_columns")),
+                                saved_split=run_split(clf, config))
         if not data.evaluation:
             raise DataError("nothing to evaluate: give --validation-file FILE, or --task with --data-dir")
         task, labels, meta = tasks.get_task(config.task), clf.label_schema, clf.metadata
@@ -133,6 +137,37 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
         return results, result
 
 
+def run_split(clf, config) -> dict | None:
+    """The rows the model's run held out of its training file (the run folder's split.json), where evaluate holds
+    rows out of that same file, unchanged, as the run did: the run's own validation rows, not those a newer reader
+    or scikit-learn would draw (which may be training rows). None otherwise: the rows are drawn again (said where
+    the file changed since)."""
+    import json
+    import logging
+    from pathlib import Path
+
+    from ..data.prepare import holds_out_validation
+    from ..data.split import file_signature
+
+    if not holds_out_validation(config) or not isinstance(config.train_file, str) or not clf.path:
+        return None
+    try:
+        saved = json.loads((Path(clf.path).parent / SPLIT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    # the run recorded the file as given, relative to where it ran: its name, size and modification time say it
+    if not isinstance(saved, dict) or Path(str(saved.get("source"))).name != Path(config.train_file).name or \
+            saved.get("seed") != config.split_seed or ("fold" not in saved and
+                                                       saved.get("fraction") != config.validation_split):
+        return None
+    if saved.get("source_signature") != file_signature(config.train_file):
+        logging.getLogger("tuneloop").warning(
+            f"{config.train_file}: changed since the model's run held out its validation rows ({SPLIT_FILE}); "
+            "they are held out again, and may hold rows the model was trained on: give --validation-file FILE")
+        return None
+    return saved
+
+
 def columns_of(data) -> list[str] | None:
     """The column names of data given to evaluate: a file's header, a table's from Python (None: no such data)."""
     from ..data.memory import Table
@@ -145,6 +180,8 @@ def columns_of(data) -> list[str] | None:
 def evaluated_text(clf, config, given) -> list[str] | None:
     """The text columns evaluate reads: the ones given (None here: the options hold them); else the model's own, or,
     in data without them, those detected (a pair model's two), as predict reads a file (known_text)."""
+    if given:                                    # as the options read it (text_columns="body" from Python)
+        given_text(config.text_columns or given, clf.metadata.get("text_columns") or [])
     available = None if given or config.data_dir else columns_of(config.validation_file)
     if available is None:
         return None if given else clf.text_columns or None
@@ -215,13 +252,29 @@ def file_inputs(path: str, meta: dict, idx) -> tuple[list[dict], str | None]:
     return [by_idx[int(i)] for i in idx], id_column
 
 
+def given_text(given, recorded) -> tuple:
+    """--text-columns as predict and evaluate take it: one or two columns, not one twice, as many as the model reads
+    (its run's `recorded` ones; a plain save_pretrained folder records none): a pair model given one column, or a
+    single-text one given two, would predict from other inputs than it learned on, without a word."""
+    given = tuple(given)
+    shown = ",".join(map(str, given))
+    if not 1 <= len(given) <= 2 or not all(str(c).strip() for c in given):
+        raise ConfigError(f"--text-columns {shown}: name one text column, or two for a pair")
+    if len({str(c).strip() for c in given}) < len(given):
+        raise ConfigError(f"--text-columns {shown}: names one column twice; a pair needs two columns")
+    if recorded and len(recorded) != len(given):
+        raise ConfigError(f"--text-columns {shown}: the model reads {len(recorded)} text(s) per example "
+                          f"({', '.join(recorded)}); name {len(recorded)} column(s) of the file")
+    return given
+
+
 def known_text(path: str, meta: dict, given, columns: list[str] | None = None) -> tuple | None:
     """The model's own text columns when the file (or the data of `columns`) has them; otherwise detection; a pair
     model needs two."""
-    if given:
-        return tuple(given)
-    columns = file_columns(path) if columns is None else columns
     recorded = meta.get("text_columns") or []
+    if given:
+        return given_text(given, recorded)
+    columns = file_columns(path) if columns is None else columns
     found = tuple(named(columns, c) for c in recorded)       # in this file's letter case
     if recorded and None not in found:
         return found

@@ -92,16 +92,16 @@ def keep_columns(option: str | None, available: list[str], path: str, glue: bool
 def with_input(rows: list[dict], inputs: list[dict], keep: list[str] | str, id_column: str | None) -> list[dict]:
     """Prediction rows with the input's columns (`keep`: names, or "all": every named column the rows hold, in
     order of appearance, but the one the ids came from) between the id and the predictions; an input column named
-    like a prediction column (a gold `label`, say) is written as input_<name>."""
+    like a prediction column in any letter case (a gold `label` or `Label`, say) is written as input_<name>."""
     if not keep:
         return rows
     if keep == "all":
         keep = list(dict.fromkeys(c for row in inputs for c in row if str(c).strip()))
     keep = [c for c in keep if c != id_column]              # its values are the id column's
-    taken, names = set(rows[0]) if rows else set(), {}
-    for column in keep:
+    taken, names = {str(c).casefold() for c in rows[0]} if rows else set(), {}   # `Label` beside `label`: one name
+    for column in keep:                                                            # to a spreadsheet, or a reader
         name = column
-        while name in taken or name in names.values():
+        while str(name).casefold() in taken or name in names.values():
             name = f"input_{name}"
         names[column] = name
     return [{"id": row["id"], **{names[c]: given.get(c) for c in keep}, **{k: v for k, v in row.items() if k != "id"}}
