@@ -68,7 +68,7 @@ def check_target(target: Path, folder: Path, overwrite: bool) -> None:
     if target.resolve() == folder.resolve() or target.resolve() in folder.resolve().parents:
         raise TuneloopError(f"--output {target}: holds the model being exported ({folder}), which the export would "
                             f"replace; choose a folder outside it, e.g. {folder.parent / 'onnx'}")
-    check_output(str(target))          # not inside a saved model's folder, nor one of a run's own outputs
+    check_output(str(target), file=False)      # not inside a saved model's folder, nor one of a run's own outputs
     here = Path.cwd().resolve()
     if target.resolve() == here or target.resolve() in here.parents:
         # replaced whole, `--output .` left this shell in a deleted folder (and `.` has no name to write beside)

@@ -27,16 +27,16 @@ from .rows import STDOUT, check_output_name, keep_columns, say_formula_texts, wi
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
 
 
-def check_output(output: str) -> None:
+def check_output(output: str, file: bool = True) -> None:
     """Refuse an --output that is one of a run's own outputs (results.json, predictions/, ...: it would replace
     it, and the run's --overwrite would delete it) or lies in a saved model's folder (config.json replaced by
     metrics left the model unloadable), or that cannot be written (atomic.check_place: a file where a folder of it
-    would be made, a folder this user may not write in, a folder itself). For Python callers too: said before any
-    row is read."""
+    would be made, a folder this user may not write in, a folder itself where `file`: not export's, a folder). For
+    Python callers too: said before any row is read."""
     from pathlib import Path
 
     check_place(output, "--output")
-    if Path(output).is_dir():                   # os.replace onto it fails after the work is done
+    if file and Path(output).is_dir():          # os.replace onto it fails after the work is done
         raise ConfigError(f"--output {output}: is a folder; give the name of a file to write (one in it, say)")
     target = Path(output).resolve()
     for folder in target.parents:
