@@ -126,6 +126,27 @@ def test_evaluate_scores_the_rows_the_run_held_out(tiny_model, tmp_path, capsys)
 
 
 
+def test_evaluate_never_replaces_an_existing_output_without_overwrite(tiny_model, tmp_path, capsys):
+    """`evaluate --output FILE` replaced a file of the user's without a word (predict refuses without --overwrite)."""
+    from conftest import fast_options
+
+    import tuneloop
+    from tuneloop import TrainConfig
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"the {w} {i},{'pos' if w == 'good' else 'neg'}\n"
+                                             for i in range(20) for w in ("good", "bad")))
+    out, mine = tmp_path / "run", tmp_path / "notes.json"
+    tuneloop.train(TrainConfig(train_file=str(train), output_dir=str(out), **fast_options(tiny_model, max_steps=1)))
+    mine.write_text("mine")
+    capsys.readouterr()
+    code, _, err = run_cli(["evaluate", "--model", str(out), "--output", str(mine), "--quiet"], capsys)
+    one_line(code, err, f"--output {mine}: already exists", "--overwrite")
+    assert mine.read_text() == "mine"
+    code, _, err = run_cli(["evaluate", "--model", str(out), "--output", str(mine), "--quiet", "--overwrite"], capsys)
+    assert code == 0 and "eval" in json.loads(mine.read_text()), err
+
+
 def test_text_columns_given_to_predict_are_as_many_as_the_model_reads():
     """A pair model given one --text-columns (or a single-text one two, or three columns) predicted from other
     inputs than it learned on, without a word; now refused, naming the model's columns."""

@@ -146,6 +146,7 @@ def add_evaluate(sub) -> None:
     )
     add_model_place(p, "model", "RUN_OR_MODEL", "a run folder or a saved model folder (RUN/model)")
     p.add_argument("--output", metavar="FILE", help="also write the metrics to this JSON file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output file")
     p.add_argument(
         "--raw",
         action="store_true",
