@@ -160,3 +160,28 @@ def test_text_columns_given_to_predict_are_as_many_as_the_model_reads():
         with pytest.raises(TuneloopError, match="^" + re.escape(f"--text-columns {','.join(given)}: {said}")):
             known_text("x.csv", pair, given)
     assert known_text("x.csv", {}, ["a", "b"]) == ("a", "b")          # a plain save_pretrained folder: any 1 or 2
+
+
+def test_predict_says_ids_the_file_repeats(tiny_model, tmp_path, capsys):
+    """Duplicate ids went without a word: predictions joined back by id would pair the wrong rows."""
+    from conftest import fast_options
+
+    import tuneloop
+    from tuneloop import TrainConfig
+
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"the {w} {i},{'pos' if w == 'good' else 'neg'}\n"
+                                             for i in range(20) for w in ("good", "bad")))
+    out = tmp_path / "run"
+    tuneloop.train(TrainConfig(train_file=str(train), output_dir=str(out), **fast_options(tiny_model, max_steps=1)))
+    rows = tmp_path / "rows.csv"
+    rows.write_text("id,text\n7,the good\n8,the bad\n7,the cat\n")
+    capsys.readouterr()
+    code, _, err = run_cli(["predict", "--model", str(out), "--input", str(rows), "--output",
+                            str(tmp_path / "p.csv")], capsys)
+    assert code == 0 and "1 row(s) repeat an id of column 'id' (e.g. '7')" in err, err
+    assert (tmp_path / "p.csv").read_text().count("\n") == 4                     # every row predicted
+    rows.write_text("id,text\n7,the good\n8,the bad\n")
+    code, _, err = run_cli(["predict", "--model", str(out), "--input", str(rows), "--output",
+                            str(tmp_path / "q.csv")], capsys)
+    assert code == 0 and "repeat an id" not in err

@@ -4,6 +4,7 @@ its tuneloop.json, so no option has to be repeated; a plain save_pretrained fold
 
 from __future__ import annotations
 
+import logging
 import typing
 
 import numpy as np
@@ -201,7 +202,7 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
         check_output(output)
     check_output_name(output, glue)
     keep = keep_columns_of(input_path, keep_columns, glue)
-    ids, inputs, logits, unknown = [], [], [], np.zeros(2, dtype=np.int64)
+    ids, inputs, logits, unknown, id_column = [], [], [], np.zeros(2, dtype=np.int64), None
     with clf.accelerated() as accelerator:
         for chunk, id_column in file_items(input_path, clf.metadata, text_columns, keep=bool(keep)):
             ids += [row["id"] for row in chunk]
@@ -210,6 +211,7 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
             unknown += counted(tokenized.columns["input_ids"], clf.tokenizer)
             logits.append(clf.run(tokenized, batch_size=batch_size, quiet=quiet).all_logits)
         warn_unknown_in_predictions(*unknown, clf.tokenizer, input_path)
+        _say_repeated_ids(ids, id_column, input_path)
         rows = clf.table_rows(ids, np.concatenate(logits) if logits else np.zeros((0, 1)), raw=raw, glue=glue)
         if keep:
             rows = with_input(rows, inputs, keep, id_column)
@@ -219,6 +221,22 @@ def predict_file(clf, input_path: str, output: str, glue: bool = False, batch_si
             if not glue:                                  # GLUE's file holds labels only
                 say_formula_texts(rows, output)
     return len(rows)
+
+
+def _say_repeated_ids(ids: list, id_column: str | None, path: str) -> None:
+    """Ids the file gives twice: each row is predicted, but a join of the predictions back by id would pair rows
+    that are not each other's; said once, with an example."""
+    if id_column is None or len(set(ids)) == len(ids):
+        return
+    seen, twice = set(), None
+    for i in ids:
+        if i in seen:
+            twice = i
+            break
+        seen.add(i)
+    logging.getLogger("tuneloop").warning(
+        f"{path}: {len(ids) - len(set(ids))} row(s) repeat an id of column {id_column!r} (e.g. {twice!r}); each row is "
+        "predicted, in order, but joining the predictions back by id would mix them up")
 
 
 def keep_columns_of(path: str, option: str | None, glue: bool = False) -> list[str] | str:
