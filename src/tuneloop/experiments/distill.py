@@ -25,16 +25,18 @@ from ..config.options import TrainConfig
 from ..data.soft_targets import SoftTargets
 from ..exceptions import ConfigError, Interrupted, TuneloopError
 from ..layout import (CONFIG_FILE, DISTILL_DIR, DISTILL_SETUP, DISTILL_TABLE, LABELS_ONLY_DIR, RESULTS_FILE,
-                      RUN_LOCK, SOFT_TARGETS_FILE, STUDENT_INIT_DIR, model_folder)
+                      RUN_LOCK, SOFT_TARGETS_FILE)
 from ..runtime import folder_lock, machine
 from ..runtime.process import console_logging, library_output, process_group_kept
 from ..sheets import is_data_file
 from ..tasks import MULTI_LABEL, REGRESSION
+from ..training.checkpoint import list_checkpoints
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
 from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
 from .common import interrupted_in, resume_point
+from .student import student_model, student_source, teacher_layers
 
 log = logging.getLogger("tuneloop")
 DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "student_init", "temperature", "gold_weight",
@@ -88,7 +90,7 @@ def check_options(cfg: TrainConfig) -> None:
     if cfg.student_init == "teacher" and not cfg.student_layers:
         raise ConfigError("--student-init teacher: give --student-layers N too (the student is N of the teacher's "
                           "layers)")
-    if cfg.student_init == "teacher" and _teacher_layers(cfg) is None:
+    if cfg.student_init == "teacher" and teacher_layers(cfg) is None:
         raise ConfigError(f"--student-init teacher: {cfg.teacher} has no PyTorch layers to cut (a soft-label file or "
                           "an exported model); use --student-init model")
     if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method not in ("finetune", "auto") or cfg.data_dir or cfg.task:
@@ -123,13 +125,18 @@ def _distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         if not state.is_main_process:
             table = json.loads((out / DISTILL_DIR / DISTILL_SETUP).read_text(encoding="utf-8"))
     student = table["student"]
-    epochs = student_epochs(config, table["unlabeled_rows"] + table["labelled_rows"], state.num_processes)
+    rows = table["unlabeled_rows"] + table["labelled_rows"]
+    if not config.validation_file:          # validated on rows held out of the table: they make no steps
+        from ..data.split import asked_rows
+
+        rows -= asked_rows(rows, config.validation_split)
+    epochs = student_epochs(config, rows, state.num_processes)
     student_config = config.replace(epochs=epochs,
         train_file=table["train_file"], text_columns=table["text_columns"], label_column=table["label_column"],
         problem_type=table["problem_type"], label_separator=None, soft_targets=table["soft_targets"],
         model=student, overwrite=True, validation_file=config.validation_file, task=table.get("task"),
         method="finetune")                  # the student trains in the loop on the teacher's targets (not auto)
-    results = run_training(student_config, on_step)
+    results = _student(student_config, out, on_step)
     if config.dry_run:
         return results
     labels_only = None
@@ -145,6 +152,23 @@ def _distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
         if config.report:                       # --no-report: none, as for `tuneloop train`
             _report(out)
     return results
+
+
+def _student(cfg: TrainConfig, out: Path, on_step) -> dict:
+    """The student's run. With --resume: from its checkpoint; read back when it finished (its checkpoints are gone);
+    started afresh when it stopped before its first one (in the teacher's labelling pass, say)."""
+    if cfg.resume is not None and cfg.resume in ("latest", "true") and not list_checkpoints(out):
+        if (out / RESULTS_FILE).is_file() and not cfg.dry_run:
+            from .runs import _check_made_alike
+
+            _check_made_alike(out, cfg.replace(resume=None), "the distillation")     # not one of other settings
+            log.info(f"{out}: the student finished earlier, read back")
+            results = json.loads((out / RESULTS_FILE).read_text(encoding="utf-8"))
+            results.pop("distillation", None)
+            return results
+        log.info(f"{out}: the student had saved no checkpoint yet; starting it")
+        cfg = cfg.replace(resume=None)
+    return run_training(cfg, on_step)
 
 
 def _as_the_teacher(cfg: TrainConfig, table: dict) -> TrainConfig:
@@ -209,6 +233,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
         texts, soft, schema = t.read_soft_label_file(cfg.teacher, cfg.text_columns, cfg.problem_type)
     else:
         texts = t.read_texts(cfg.unlabeled_file, cfg.text_columns, None, False)
+        t.warn_unread_labels(cfg.unlabeled_file, texts, cfg.label_column)
     rows = texts.items + (given.items if given else [])
     # a soft-label file's targets are also made of the given labels (the labelled rows') and the problem type
     inputs = {"labels": given.labels if given else None, "problem_type": cfg.problem_type} if from_file else None
@@ -285,48 +310,6 @@ def label_column(cfg: TrainConfig) -> str | None:
     return detect_columns(path, file_columns(path), cfg.text_columns, None, True).label if path else None
 
 
-def student_model(cfg: TrainConfig, folder: Path) -> tuple[str, dict]:
-    """(--model, or a copy of the model `student_source` names with --student-layers of its layers, made once in
-    OUT/distill/student_init; where it was cut from and why)."""
-    if not cfg.student_layers:
-        return cfg.model, {"model": cfg.model, "why": "--model as it is (no --student-layers)"}
-    from ..model.shrink import keep_layers
-
-    source, why = student_source(cfg)
-    init = folder / STUDENT_INIT_DIR
-    if not (init / "config.json").is_file():
-        log.info(f"student: cut from {source} ({why})")
-        keep_layers(source, cfg.student_layers, init)
-    return str(init), {"model": source, "why": why}
-
-
-def student_source(cfg: TrainConfig) -> tuple[str, str]:
-    """(the model --student-layers cuts the student from, why), by --student-init: the teacher's own folder (its
-    fine-tuned layers: DistilBERT's initialisation), --model, or by default the teacher where it is the same network
-    as --model. Measured (bench_distill.py, 3 seeds): cut from a fine-tuned MiniLM teacher, a 3-layer student kept
-    more of it than one cut from the pretrained MiniLM on both sets (see docs/guides/distill.md)."""
-    folder = _teacher_layers(cfg)               # --student-init teacher without any: refused by check_options
-    if cfg.student_init == "model":
-        return cfg.model, "--student-init model"
-    if cfg.student_init == "teacher":
-        return folder, "--student-init teacher"
-    if folder is None:
-        return cfg.model, "auto: the teacher has no PyTorch layers to cut (a soft-label file or an exported model)"
-    if t.same_network(folder, cfg.model):
-        return folder, "auto: the teacher is the same network as --model, so its fine-tuned layers"
-    return cfg.model, "auto: the teacher is another network than --model"
-
-
-def _teacher_layers(cfg: TrainConfig) -> str | None:
-    """The teacher's PyTorch model folder, or None (a soft-label file, an exported model)."""
-    from ..model.onnx_model import is_onnx_folder
-
-    if t.is_soft_label_file(cfg.teacher):
-        return None
-    folder = model_folder(cfg.teacher)
-    return None if is_onnx_folder(folder) else str(folder)
-
-
 # --feature-weight's default where the features can be compared. Measured with 1 (bench_distill.py, 3 seeds, 3,000
 # unlabelled texts, a 3-layer MiniLM student of a fine-tuned MiniLM): accuracy 0.664 -> 0.673 on the docstrings set and
 # 0.721 -> 0.734 on MRPC (95.4% -> 96.6% and 94.9% -> 96.6% of the teacher's), 5 of 6 seeds up, one level.
@@ -359,7 +342,7 @@ def _features_differ(cfg: TrainConfig) -> str | None:
     keeps) of another width has features of another size."""
     if t.is_soft_label_file(cfg.teacher):
         return "a soft-label file holds no teacher features; give a model as --teacher"
-    if _teacher_layers(cfg) is None:
+    if teacher_layers(cfg) is None:
         return (f"the teacher {cfg.teacher} is an exported model, whose hidden states are not read; give its PyTorch "
                 "folder")
     sizes = t.hidden_size(cfg.teacher), t.hidden_size(student_source(cfg)[0] if cfg.student_layers else cfg.model)

@@ -30,7 +30,7 @@ from ..objective import SingleLabel
 from ..tasks import metric_range, signed_score
 from ..training.finish import gate_kept_model
 from ..training.loop import run_training
-from ..training.run_folder import check_run_folder, is_run_folder
+from ..training.run_folder import check_run_folder, is_run_folder, remove_outputs
 from .common import copy_folder, interrupted_in, resume_point
 
 log = logging.getLogger("tuneloop")
@@ -66,6 +66,8 @@ def _experiment(config: TrainConfig, on_step: Callable | None) -> dict:
         raise ConfigError("--dry-run checks a single run: leave out --seeds / --num-seeds / --folds")
     out = Path(config.output_dir)
     check_run_folder(out, config.overwrite, resume=config.resume is not None)
+    if config.overwrite and config.resume is None and PartialState().is_main_process and out.is_dir():
+        remove_outputs(out)     # an earlier single run's results.json, config.yaml, best/ ... would outlive it
     base = config.replace(seeds=None, num_seeds=None, precision_gate="off")     # the kept model is gated, once
     queue = planned_runs(config)
     runs, used, retries = [], {options.get("seed", config.seed) for _, options in queue}, set()
@@ -87,6 +89,9 @@ def _experiment(config: TrainConfig, on_step: Callable | None) -> dict:
             log.warning(f"{name} collapsed to a single predicted class; rerunning with seed {retry}")
             record["replaced_by"] = f"seed-{retry}"
             queue.insert(0, (f"seed-{retry}", {"seed": retry}))
+        elif record["collapsed"] and config.retry_collapsed and "fold" in options:
+            log.warning(f"{name} collapsed to a single predicted class; --retry-collapsed reruns a seed's run, not "
+                        "a fold's (its rows are the fold's): it counts as it is")
     summary = summarise(config, runs)
     if PartialState().is_main_process:
         keep_models(out, summary, config.keep)
@@ -126,7 +131,7 @@ def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     return run_training(cfg.validate(), on_step)
 
 
-def _check_made_alike(folder: Path, config: TrainConfig) -> None:
+def _check_made_alike(folder: Path, config: TrainConfig, what: str = "the experiment") -> None:
     """A finished run read back by --resume was made with these options, or the summary would mix runs of two
     settings: refused, as a run's checkpoint made with other settings is. The options a run may change on resume
     count too where they scored it (the validation rows), as do the experiment's own (--keep, --retry-collapsed)
@@ -143,7 +148,7 @@ def _check_made_alike(folder: Path, config: TrainConfig) -> None:
         for k in ("validation_file", "max_eval_samples") if k in saved and saved.get(k) != current.get(k)]
     if changes:
         raise ConfigError(f"--resume: {folder.name} finished with other settings ({'; '.join(changes)}); resume "
-                          f"with the same settings, or start the experiment in a new --output-dir")
+                          f"with the same settings, or start {what} in a new --output-dir")
 
 
 def collapsed(results: dict) -> bool:

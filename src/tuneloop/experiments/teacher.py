@@ -51,6 +51,14 @@ def read_texts(path, text_columns, label_column, labelled: bool) -> Texts:
     return Texts(list(zip(a, b, strict=True)), labels, raw.text_columns)
 
 
+def warn_unread_labels(path, texts: Texts, label_column) -> None:
+    """An --unlabeled-file with a label column: said, as its labels are not read (the teacher labels every text)."""
+    found = detect_columns(path, file_columns(path), list(texts.columns), label_column, False).label
+    if found:
+        log.warning(f"--unlabeled-file {path}: its labels ({found!r}) are not read, the teacher labels every text "
+                    "there; to train on them too, give those rows as --train-file")
+
+
 def read_soft_label_file(path: str, text_columns, problem_type: str) -> tuple[Texts, np.ndarray, LabelSchema]:
     """(texts, soft targets, schema) of a file of soft labels: text column(s) and one number column per class
     (single-label: each row sums to 1), per label (multi-label: each in [0, 1]) or one score (regression)."""
@@ -71,6 +79,10 @@ def read_soft_label_file(path: str, text_columns, problem_type: str) -> tuple[Te
     if not columns or not values:
         raise DataError(f"{path}: no probability columns or no rows (columns: {', '.join(available)})")
     kind = problem_type if problem_type != "auto" else REGRESSION if len(columns) == 1 else SINGLE_LABEL
+    if (kind == REGRESSION) != (len(columns) == 1) and kind != MULTI_LABEL:      # a traceback in the student's loss
+        need = "one number column (the score)" if kind == REGRESSION else "one number column per class (two or more)"
+        raise DataError(f"{path}: --problem-type {kind} reads {need}; the file has {len(columns)} "
+                        f"({', '.join(columns)}) besides its text column(s) ({', '.join(texts)})")
     soft = np.array([v for _, v in values], dtype=np.float64)
     for (position, numbers), row in zip(values, soft, strict=True):
         _check_row(path, word, position, row, kind)

@@ -56,9 +56,12 @@ def write_summary_page(out: Path, summary: dict) -> Path:
                                         len(r.get("warnings") or ()))     # each run's report and train.log list them
                                        for r in summary["runs"]], header=("run", *metrics, "", "replaced by",
                                                                           "warnings"))]
-    parts.append(f"<p>Kept as <code>model/</code>: <b>{_esc(summary['kept'])}</b> (best "
-                 f"{_esc(summary['metric_for_best'])} on validation; --keep {_esc(summary['keep'])}). Each run's own "
-                 "report is in its folder.</p>")
+    metric = _esc(summary["metric_for_best"])
+    why = (f"best {metric} on validation" if not summary.get("best_run") else   # the best run's model was removed
+           f"the best {metric} on validation of the runs that still have a model: {_esc(summary['best_run'])} "
+           "scores best, but an earlier pass's --keep best removed its model")
+    parts.append(f"<p>Kept as <code>model/</code>: <b>{_esc(summary['kept'])}</b> ({why}; --keep "
+                 f"{_esc(summary['keep'])}). Each run's own report is in its folder.</p>")
     if summary.get("out_of_fold"):
         o = summary["out_of_fold"]
         parts.append(f"<p>Out-of-fold predictions of all {o['rows']} training rows: <code>{_esc(o['file'])}</code>"
