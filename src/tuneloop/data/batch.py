@@ -85,6 +85,18 @@ class BatchCollator:
             self.pad = DataCollatorWithPadding(tokenizer, padding="max_length", max_length=max_length)
         else:
             self.pad = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
+        # a length bucket (a multiple) never pads past --max-length, else the tokenizer's maximum (at most the
+        # model's position embeddings, model/loading.fit_to_positions): --max-length 120 in buckets of 16 would
+        # give 128 columns to a model with 120 positions
+        known = getattr(tokenizer, "model_max_length", None)
+        limit = max_length or (known if known and known < 10 ** 6 else None)
+        self.limit = limit if pad_to_multiple_of and not pad_to_max_length else None
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
 
     def __call__(self, rows: list[dict]) -> Batch:
-        return Batch.from_mapping(self.pad(rows))
+        padded = self.pad(rows)
+        width = padded["input_ids"].shape[1]
+        if self.limit is not None and width > self.limit >= max(len(r["input_ids"]) for r in rows):
+            cut = slice(width - self.limit, None) if self.left else slice(0, self.limit)
+            padded = {k: v[:, cut] if k in MODEL_INPUTS else v for k, v in padded.items()}
+        return Batch.from_mapping(padded)

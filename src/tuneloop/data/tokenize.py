@@ -141,7 +141,9 @@ def _rows(n) -> str:
 def describe_stats(split: str, s: dict) -> str:
     """One line per split: `data train: 400000 rows | read 12.10 s | tokenized 400000 rows in 20.30 s (19704 rows/s,
     2 processes)`, each step marked `(Arrow cache)` when the cache served it instead of computing it."""
-    parts = [f"data {split}: {_rows(s.get('rows', s.get('tokenized_rows', '?')))}"]
+    # the split's texts as read (a validation split carved from the training file has no read of its own: its
+    # texts, not its tokenized rows, which --windows makes more of)
+    parts = [f"data {split}: {_rows(s.get('rows', s.get('texts', s.get('tokenized_rows', '?'))))}"]
     if "read_s" in s:
         parts.append(f"read {s['read_s']:.2f} s" + (" (Arrow cache)" if s["read_cached"] else ""))
     if "tokenize_s" in s:

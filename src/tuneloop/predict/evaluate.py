@@ -94,6 +94,10 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
     config = data_config_for(clf, overrides)
     if output:
         check_output(output)
+    if overrides.get("max_length") is not None and clf.path is not None:     # as training refuses it: before reading
+        from ..model.loading import check_max_length
+
+        check_max_length(str(clf.path), overrides["max_length"])
     for name in ("validation_file", "train_file", "test_file"):          # a recorded file, or one given
         if output and isinstance(path := getattr(config, name, None), str) and same_file(output, data_file(path)):
             raise ConfigError(f"--output {output}: is the --{name.replace('_', '-')} whose rows are evaluated; the "
