@@ -82,3 +82,33 @@ def test_evaluate_refuses_a_max_length_past_the_models_positions_before_reading(
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert f"--max-length {positions + 100}" in err and f"position embeddings for {positions}" in err, err
     assert main(["evaluate", str(out), "--max-length", str(positions), "--quiet"]) == 0
+
+
+def test_an_older_metadata_without_a_text_policy_is_read_within_the_positions(tiny_model, tmp_path, caplog):
+    """A tuneloop.json with a top-level max_length over the model's positions and no text_policy (an earlier
+    tuneloop) made predict fail inside the model at the first long text."""
+    import json
+    import logging
+
+    from conftest import fast_options
+
+    import tuneloop
+    from tuneloop import TrainConfig
+
+    positions = json.loads((Path(tiny_model) / "config.json").read_text())["max_position_embeddings"]
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(f"the {w} {' '.join(str(i))},{'pos' if w == 'good' else 'neg'}\n"
+                                             for i in range(20) for w in ("good", "bad")))
+    out = tmp_path / "run"
+    tuneloop.train(TrainConfig(train_file=str(train), output_dir=str(out), **fast_options(tiny_model, max_steps=1)))
+    meta_file = out / "model" / "tuneloop.json"
+    meta = json.loads(meta_file.read_text())
+    meta.pop("text_policy")
+    meta["max_length"] = positions * 4
+    meta_file.write_text(json.dumps(meta))
+    long_text = " ".join(["the good cat"] * positions * 2)
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        with tuneloop.load(out / "model") as clf:
+            assert clf.policy.max_length == positions
+            assert clf.predict(long_text)["label"] in ("neg", "pos")
+    assert any(f"up to {positions * 4} tokens" in r.getMessage() for r in caplog.records)

@@ -50,12 +50,13 @@ def within_positions(meta: dict, positions: int | None, name: str) -> dict:
     run whose default --max-length took the tokenizer's maximum over them (an earlier tuneloop: 512 for a model
     with 128 positions) would fail at the first longer text. Said where it lowers the recorded length."""
     policy = dict(meta.get("text_policy") or {})
-    if positions is None or (policy.get("max_length") or 0) <= positions:
+    recorded = policy.get("max_length") or meta.get("max_length") or 0     # an older tuneloop.json: no policy
+    if positions is None or recorded <= positions:
         return meta
-    log.warning(f"{name}: its tuneloop.json reads texts up to {policy['max_length']} tokens, more than its position "
+    log.warning(f"{name}: its tuneloop.json reads texts up to {recorded} tokens, more than its position "
                 f"embeddings take: read up to {positions} tokens (long texts cut or windowed as recorded)")
-    return {**meta, "text_policy": {**policy, "max_length": positions},
-            "max_length": meta.get("max_length") and min(meta["max_length"], positions)}
+    lowered = {**meta, "max_length": meta.get("max_length") and min(meta["max_length"], positions)}
+    return {**lowered, "text_policy": {**policy, "max_length": positions}} if policy else lowered
 
 
 def _load_model(path: str, model_dir: str, threads: int | None = None, onnx: Path | None = None):
