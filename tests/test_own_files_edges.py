@@ -1,4 +1,5 @@
-"""A user's own files as they come, and predict/evaluate on them: the cases a bug hunt found broken."""
+"""A user's own files as they come, and predict/evaluate on them: line endings, quotes, label columns in another
+letter case, --output and --text-columns checked before the work, repeated ids."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Long texts and tokenization, found by a bug hunt: what the start-up summary says of a windowed split."""
+"""Long texts within the model's limits: what the start-up summary says of a windowed split, length buckets within
+--max-length, evaluate's --max-length and an older tuneloop.json checked against the position embeddings."""
 
 from __future__ import annotations
 
