@@ -61,15 +61,14 @@ def test_length_buckets_never_pad_past_the_positions_a_model_has():
     assert short.inputs["input_ids"].shape == (2, 32)
 
 
-def test_evaluate_refuses_a_max_length_past_the_models_positions_before_reading(tiny_model, tmp_path, capsys):
-    """`evaluate RUN --max-length 1000` on a model of fewer positions read the file, then failed inside the model."""
+def trained(tiny_model, tmp_path) -> tuple[int, Path]:
+    """(the tiny model's position embeddings, the folder of a one-step run on 40 short rows)."""
     import json
 
     from conftest import fast_options
 
     import tuneloop
     from tuneloop import TrainConfig
-    from tuneloop.cli.main import main
 
     positions = json.loads((Path(tiny_model) / "config.json").read_text())["max_position_embeddings"]
     train = tmp_path / "train.csv"
@@ -77,6 +76,14 @@ def test_evaluate_refuses_a_max_length_past_the_models_positions_before_reading(
                                              for i in range(20) for w in ("good", "bad")))
     out = tmp_path / "run"
     tuneloop.train(TrainConfig(train_file=str(train), output_dir=str(out), **fast_options(tiny_model, max_steps=1)))
+    return positions, out
+
+
+def test_evaluate_refuses_a_max_length_past_the_models_positions_before_reading(tiny_model, tmp_path, capsys):
+    """`evaluate RUN --max-length 1000` on a model of fewer positions read the file, then failed inside the model."""
+    from tuneloop.cli.main import main
+
+    positions, out = trained(tiny_model, tmp_path)
     capsys.readouterr()
     assert main(["evaluate", str(out), "--max-length", str(positions + 100), "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
@@ -91,17 +98,9 @@ def test_an_older_metadata_without_a_text_policy_is_read_within_the_positions(ti
     import json
     import logging
 
-    from conftest import fast_options
-
     import tuneloop
-    from tuneloop import TrainConfig
 
-    positions = json.loads((Path(tiny_model) / "config.json").read_text())["max_position_embeddings"]
-    train = tmp_path / "train.csv"
-    train.write_text("text,label\n" + "".join(f"the {w} {' '.join(str(i))},{'pos' if w == 'good' else 'neg'}\n"
-                                             for i in range(20) for w in ("good", "bad")))
-    out = tmp_path / "run"
-    tuneloop.train(TrainConfig(train_file=str(train), output_dir=str(out), **fast_options(tiny_model, max_steps=1)))
+    positions, out = trained(tiny_model, tmp_path)
     meta_file = out / "model" / "tuneloop.json"
     meta = json.loads(meta_file.read_text())
     meta.pop("text_policy")
