@@ -14,11 +14,11 @@ from pathlib import Path
 import yaml
 
 from ..exceptions import ConfigError
-from ..layout import (BEST_DIR, CONFIG_FILE, DISTILL_DIR, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
-                      STUDY_JOURNAL, SUMMARY_FILE, TRIALS_DIR)
+from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
+                      STUDY_JOURNAL, TRIALS_DIR)
 from ..runtime import folder_lock
 from ..sheets import data_file
-from ..training.run_folder import foreign_outputs, is_run_folder, remove_outputs
+from ..training.run_folder import FOLDER_KINDS, folder_kind, foreign_outputs, remove_outputs
 
 TRIAL_NAME = re.compile(r"trial-\d{3,}")
 SEARCH_OUTPUTS = (STUDY_JOURNAL, SEARCH_FILE, SEARCH_PAGE, BEST_DIR, PLOTS_DIR)      # a search's own, in OUT
@@ -104,20 +104,13 @@ def check_not_a_run(out: Path) -> None:
     """A search writes OUT/best/, OUT/plots/ and OUT/trials/: a folder that holds a run (whose best/ that is), an
     experiment or a distillation is refused, --overwrite or not (it clears a search's files only); so is one holding
     files named as a search's outputs (best/, plots/) that no search wrote: the user's own."""
-    if is_run_folder(out):
-        what = "an earlier tuneloop run"
-    elif (out / SUMMARY_FILE).is_file() or any(is_run_folder(p) for p in (*out.glob("seed-*"), *out.glob("fold-*"))):
-        what = "an earlier tuneloop experiment (--seeds / --folds)"
-    elif (out / DISTILL_DIR).is_dir():
-        what = "an earlier tuneloop distill"
-    elif not any((out / name).exists() for name in (SEARCH_FILE, STUDY_JOURNAL, TRIALS_DIR)) \
-            and (theirs := foreign_outputs(out, SEARCH_OUTPUTS)):
+    kind = folder_kind(out)
+    if kind is None and (theirs := foreign_outputs(out, SEARCH_OUTPUTS)):
         raise ConfigError(f"--output-dir {out}: holds {', '.join(theirs)}, which no tuneloop search wrote and a "
                           "search would replace; move them away or choose a new folder for the search")
-    else:
-        return
-    raise ConfigError(f"--output-dir {out}: already holds {what}, whose files (best/, plots/) a search would replace; "
-                      "choose a new folder for the search")
+    if kind not in (None, "search"):
+        raise ConfigError(f"--output-dir {out}: already holds {FOLDER_KINDS[kind]}, whose files (best/, plots/) a "
+                          "search would replace; choose a new folder for the search")
 
 
 def clear_search(out: Path, storage: str | None, study: str) -> None:

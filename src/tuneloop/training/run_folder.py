@@ -27,14 +27,15 @@ def check_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = 
         raise folder_lock.busy(folder, who)
     if resume or not folder.is_dir() or not any(p.name != RUN_LOCK for p in folder.iterdir()):
         return
-    what = _what_is_in(folder)
+    kind = folder_kind(folder)
     if overwrite:
-        if what.startswith("files") and (theirs := foreign_outputs(folder, RUN_OUTPUTS)):
+        if kind is None and (theirs := foreign_outputs(folder, RUN_OUTPUTS)):
             raise TuneloopError(f"--output-dir {folder}: --overwrite would replace {', '.join(theirs)}, which no "
                                 f"tuneloop run wrote (there is no {RUN_MARKER}); move them away or choose a new "
                                 "folder")
         return
-    resume = "" if what.startswith("files") else ", --resume to go on with it"
+    what = FOLDER_KINDS.get(kind, "files that are not a tuneloop run")
+    resume = "" if kind is None else ", --resume to go on with it"
     raise TuneloopError(f"--output-dir {folder}: already holds {what}; choose a new folder{resume}, or pass "
                         "--overwrite to replace tuneloop's outputs there (other files are left alone)")
 
@@ -45,18 +46,23 @@ def foreign_outputs(folder: Path, names) -> list[str]:
             if (folder / name).exists() or (folder / name).is_symlink()]
 
 
-def _what_is_in(folder: Path) -> str:
-    """What tuneloop wrote in a folder, as a refusal names it: a run, an experiment, a search, a distillation."""
+FOLDER_KINDS = {"run": "an earlier tuneloop run", "experiment": "an earlier tuneloop experiment (--seeds / --folds)",
+                "search": "an earlier tuneloop search",
+                "distill": "an earlier tuneloop distill, stopped before its student's run"}     # as refusals name them
+
+
+def folder_kind(folder: Path) -> str | None:
+    """What tuneloop wrote in a folder (a key of FOLDER_KINDS), or None: nothing of tuneloop's it would know."""
     if is_run_folder(folder):
-        return "an earlier tuneloop run"
-    if (folder / SUMMARY_FILE).is_file() or any(is_run_folder(p) for p in folder.glob("seed-*")) \
-            or any(is_run_folder(p) for p in folder.glob("fold-*")):
-        return "an earlier tuneloop experiment (--seeds / --folds)"
+        return "run"
+    if (folder / SUMMARY_FILE).is_file() or any(is_run_folder(p) for p in (*folder.glob("seed-*"),
+                                                                          *folder.glob("fold-*"))):
+        return "experiment"
     if (folder / SEARCH_FILE).is_file() or (folder / STUDY_JOURNAL).is_file() or (folder / TRIALS_DIR).is_dir():
-        return "an earlier tuneloop search"
+        return "search"
     if (folder / DISTILL_DIR).is_dir():
-        return "an earlier tuneloop distill, stopped before its student's run"
-    return "files that are not a tuneloop run"
+        return "distill"
+    return None
 
 
 def prepare_run_folder(folder: str | os.PathLike, overwrite: bool, resume: bool = False) -> Path:
