@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from .. import extras
 from ..config.flags import options_from_namespace
@@ -112,23 +111,17 @@ def cmd_tasks(ns) -> int:
 
 
 def cmd_evaluate(ns) -> int:
-    from ..atomic import same_file
     from ..predict.classifier import Classifier
     from ..predict.evaluate import check_output, evaluation
     from ..runtime.process import command_scope, is_main_process
-    from ..sheets import data_file
 
     overrides = {k: v for k, v in vars(ns).items() if k in EVAL_OPTIONS}
     if ns.output:
         check_output(ns.output)
-        given = [data_file(f) for f in (getattr(ns, "validation_file", None), getattr(ns, "test_file", None))
-                 if isinstance(f, str)]        # evaluation's own message says the output would replace those
-        if Path(ns.output).exists() and not ns.overwrite and not any(same_file(ns.output, f) for f in given):
-            raise TuneloopError(f"--output {ns.output}: already exists; choose another name or pass --overwrite")
     quiet, cpu = getattr(ns, "quiet", False), getattr(ns, "cpu", False)      # flags given only
     model = model_place(ns, "model", "RUN_OR_MODEL")
     with command_scope(quiet), Classifier.load(model, cpu=cpu, precision=getattr(ns, "precision", "fp32")) as clf:
-        results = evaluation(clf, overrides, ns.output, raw=ns.raw)[0]
+        results = evaluation(clf, overrides, ns.output, raw=ns.raw, overwrite=ns.overwrite)[0]
     if not is_main_process():                   # under a launcher: one process speaks
         return 0
     ev = results["eval"]

@@ -83,10 +83,11 @@ def data_config_for(clf, overrides: dict, tables: dict | None = None) -> DataOpt
     return DataOptions(**{k: v for k, v in chosen.items() if k in data}).validate()
 
 
-def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = False):
+def evaluation(clf, overrides: dict, output: str | None = None, raw: bool = False, overwrite: bool = True):
     """(evaluate's results, the Evaluation with every split's logits) — export's accuracy gate compares two. Each
 split goes through the model's one inference loop (`Classifier.run`), shared out over a launch's processes."""
     import time
+    from pathlib import Path
 
     from ..evaluation.inference import Evaluation
     from ..evaluation.metrics import per_class
@@ -102,6 +103,8 @@ split goes through the model's one inference loop (`Classifier.run`), shared out
         if output and isinstance(path := getattr(config, name, None), str) and same_file(output, data_file(path)):
             raise ConfigError(f"--output {output}: is the --{name.replace('_', '-')} whose rows are evaluated; the "
                               "metrics would replace them: choose another name")
+    if output and not overwrite and Path(output).exists():         # the CLI's, as predict's: replaced when asked
+        raise ConfigError(f"--output {output}: already exists; choose another name or pass --overwrite")
     batch_size = overrides.get("eval_batch_size", default("eval_batch_size"))
     quiet = overrides.get("quiet", default("quiet"))
     with clf.accelerated() as accelerator:
