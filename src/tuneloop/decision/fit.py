@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..objective import Objective, objective_for
-from .rule import (TEMPERATURE_RANGE, DecisionRule, _logit, constraint_bound, coverage_curve, ece,
+from .rule import (TEMPERATURE_RANGE, DecisionRule, logit, constraint_bound, coverage_curve, ece,
                    fit_temperature, fit_thresholds, floor_of, nll, reliability)
 
 MIN_CROSS_FIT = 40
@@ -140,7 +140,7 @@ def _fit(logits, labels, problem, options, seed: int = 0) -> DecisionRule:
 def _rescaled_cut(saved: DecisionRule, k: int, temperature: float) -> float:
     """The saved rule's k-th cut-off on probabilities at `temperature`: the one deciding every row as it does
     (p >= t at T <=> logit >= T * logit(t))."""
-    return float(1 / (1 + np.exp(-saved.temperature / temperature * _logit(saved.thresholds[k]))))
+    return float(1 / (1 + np.exp(-saved.temperature / temperature * logit(saved.thresholds[k]))))
 
 
 def _assuring(objective: str, confidence: float) -> bool:

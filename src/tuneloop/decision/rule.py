@@ -26,7 +26,7 @@ from ..objective import Objective, SingleLabel, objective_for
 from ..tasks import MULTI_LABEL as MULTI, SINGLE_LABEL as SINGLE  # noqa: F401 - names callers pass as `kind`
 
 
-def _logit(p: np.ndarray | float) -> np.ndarray:
+def logit(p: np.ndarray | float) -> np.ndarray:
     p = np.clip(np.asarray(p, dtype=np.float64), 1e-12, 1 - 1e-12)
     return np.log(p) - np.log1p(-p)
 
@@ -90,7 +90,7 @@ class DecisionRule:
         z = np.asarray(logits, dtype=np.float64) / self.temperature
         if not self.thresholds:
             return z
-        return self.problem.shifted(z, _logit(np.asarray(self.thresholds)), self.positive)
+        return self.problem.shifted(z, logit(np.asarray(self.thresholds)), self.positive)
 
     def predictions(self, logits: np.ndarray) -> np.ndarray:
         return self.problem.predictions(self.decision_logits(logits))
@@ -213,7 +213,7 @@ def bagged_threshold(scores: np.ndarray, positive: np.ndarray, objective: str, s
     for _ in range(draws):
         rows = rng.integers(0, len(scores), len(scores))
         if 0 < positive[rows].sum() < len(rows):               # a resample with both sides has a best cut
-            cuts.append(_logit(best_threshold(scores[rows], positive[rows], objective)[0]))
+            cuts.append(logit(best_threshold(scores[rows], positive[rows], objective)[0]))
     return (float(1 / (1 + np.exp(-np.median(cuts)))) if cuts else cut), met
 
 

@@ -159,9 +159,9 @@ def _student(cfg: TrainConfig, out: Path, on_step) -> dict:
     started afresh when it stopped before its first one (in the teacher's labelling pass, say)."""
     if cfg.resume is not None and cfg.resume in ("latest", "true") and not list_checkpoints(out):
         if (out / RESULTS_FILE).is_file() and not cfg.dry_run:
-            from .runs import _check_made_alike
+            from .runs import check_made_alike
 
-            _check_made_alike(out, cfg.replace(resume=None), "the distillation")     # not one of other settings
+            check_made_alike(out, cfg.replace(resume=None), "the distillation")     # not one of other settings
             log.info(f"{out}: the student finished earlier, read back")
             results = json.loads((out / RESULTS_FILE).read_text(encoding="utf-8"))
             results.pop("distillation", None)

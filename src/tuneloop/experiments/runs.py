@@ -121,7 +121,7 @@ def in_run(error: Exception, name: str) -> None:
 def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     """One run of the experiment: read back when finished, resumed when it has checkpoints and --resume."""
     if (folder / RESULTS_FILE).is_file() and base.resume is not None:
-        _check_made_alike(folder, base.replace(output_dir=str(folder), **options))
+        check_made_alike(folder, base.replace(output_dir=str(folder), **options))
         log.info(f"{folder.name}: finished earlier, read back")
         return json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
     resume = resume_point(folder) if base.resume is not None else None
@@ -131,7 +131,7 @@ def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     return run_training(cfg.validate(), on_step)
 
 
-def _check_made_alike(folder: Path, config: TrainConfig, what: str = "the experiment") -> None:
+def check_made_alike(folder: Path, config: TrainConfig, what: str = "the experiment") -> None:
     """A finished run read back by --resume was made with these options, or the summary would mix runs of two
     settings: refused, as a run's checkpoint made with other settings is. The options a run may change on resume
     count too where they scored it (the validation rows), as do the experiment's own (--keep, --retry-collapsed)
