@@ -43,6 +43,13 @@ def having(cls, trait: str, value: Any = True) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if has(f))
 
 
+def path_options(cls) -> frozenset[str]:
+    """The options of `cls` that name a file or folder (DIR or FILE in their metavar): `MRPC`, `MRPC/`, `./MRPC` and
+    its absolute path name one folder."""
+    return frozenset(f.name for f in dataclasses.fields(cls)
+                     if any(word in (f.metadata.get("metavar") or "") for word in ("DIR", "FILE")))
+
+
 def need(cond: bool, name: str, msg: str) -> None:
     """Refuse an option's value: ConfigError naming its flag."""
     if not cond:

@@ -266,7 +266,7 @@ class TrainConfig(DataOptions):
                                     "distillation", commands=DISTILL, resumable=True)
     soft_targets: Optional[str] = opt(None, "a file of soft targets per training row (`tuneloop distill` writes it): "
                                       "the run trains on them with the distillation loss", "distillation",
-                                      cli=False)
+                                      metavar="FILE", cli=False)
 
     @property
     def compiled(self) -> bool:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from ..config.fields import path_options
+from ..config.options import TrainConfig
 from ..exceptions import ConfigError
 from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
                       STUDY_JOURNAL, TRIALS_DIR)
@@ -23,8 +25,9 @@ from ..training.run_folder import FOLDER_KINDS, folder_kind, foreign_outputs, re
 TRIAL_NAME = re.compile(r"trial-\d{3,}")
 SEARCH_OUTPUTS = (STUDY_JOURNAL, SEARCH_FILE, SEARCH_PAGE, BEST_DIR, PLOTS_DIR)      # a search's own, in OUT
 # options that name files or folders: a trial's config holds them absolute, so that a trial resumed from another
-# working directory is the same run (its checkpoint's settings) and reads the same data
-PATH_OPTIONS = ("data_dir", "train_file", "validation_file", "test_file", "soft_targets", "model", "class_weights")
+# working directory is the same run (its checkpoint's settings) and reads the same data; not its output folder (the
+# search names it) nor a distillation's files (a search distils nothing)
+PATH_OPTIONS = tuple(sorted(path_options(TrainConfig) - {"output_dir", "teacher", "unlabeled_file"}))
 NOT_PATHS = ("sample", "none", "balanced")       # --data-dir sample, --class-weights none|balanced
 
 

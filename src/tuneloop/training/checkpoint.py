@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..atomic import atomic_write_json, atomic_write_text, space_guard
+from ..config.fields import path_options
 from ..config.options import TrainConfig, with_trait
 from ..exceptions import TuneloopError
 from ..layout import CHECKPOINT_STATE_FILE, CHECKPOINTS_DIR
@@ -20,10 +21,7 @@ from .small_data import DECIDES as SMALL_DATA_DECIDES
 # options that may change between an interrupted run and its resumption (`resumable=True` in the options); any
 # other change is refused
 RESUMABLE_CHANGES = set(with_trait("resumable"))
-# options that name a file or folder (DIR / FILE in their metavar): `MRPC`, `MRPC/`, `./MRPC` and its absolute
-# path are one folder, not a change
-PATH_OPTIONS = {f.name for f in dataclasses.fields(TrainConfig)
-                if any(word in (f.metadata.get("metavar") or "") for word in ("DIR", "FILE"))}
+PATH_OPTIONS = path_options(TrainConfig)     # `MRPC/` for `MRPC`, or its absolute path: one folder, not a change
 
 
 def checkpoint_name(step: int) -> str:
