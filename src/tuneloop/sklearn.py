@@ -88,11 +88,29 @@ def check_fit_data(texts: list, targets: list, names: tuple[str, str] = ("X", "y
     from tuneloop.exceptions import DataError
 
     x, y = names
+    if len(texts) != len(targets):
+        raise DataError(f"{x}, {y}: {len(texts)} texts but {len(targets)} labels; give {x} and {y} one row per "
+                        "example")
+    if not texts:
+        raise DataError(f"{x}, {y}: no rows; give at least one example")
+    if any(isinstance(t, (tuple, list)) for t in texts):
+        bad = next((i for i, t in enumerate(texts) if not (isinstance(t, (tuple, list)) and len(t) == 2)), None)
+        if bad is not None:
+            raise DataError(f"{x}[{bad}], row {bad + 1}: give every row a text, or every row a (first, second) pair "
+                            f"(got {str(texts[bad])[:60]})")
     for i, text in enumerate(texts):
         parts = text if isinstance(text, tuple) else (text,)
         if any(_missing(t) or (isinstance(t, str) and not t.strip()) for t in parts):
             raise DataError(f"{x}[{i}], row {i + 1}: no text (got {text!r}); give every row a text, or drop the row "
                             f"from {x} and {y}")
+    check_targets(targets, names)
+
+
+def check_targets(targets: list, names: tuple[str, str] = ("X", "y")) -> None:
+    """One target in every row of y (a list is several labels, which the estimators do not learn)."""
+    from tuneloop.exceptions import DataError
+
+    x, y = names
     for i, value in enumerate(targets):
         if isinstance(value, (list, tuple, set, frozenset)) or getattr(value, "ndim", 0) > 0:
             raise DataError(f"{y}[{i}], row {i + 1}: several labels ({str(value)[:60]}), but these estimators learn "
@@ -286,7 +304,7 @@ class TuneloopClassifier(ClassifierMixin, _TuneloopEstimator):
         from tuneloop.exceptions import DataError
 
         values = as_targets(y)
-        check_fit_data([], values)                              # before the classes are sorted
+        check_targets(values)                                  # before the classes are sorted
         if any(isinstance(v, float) and v == v and not v.is_integer() for v in values):   # NaN: no label
             raise DataError("y: continuous values (numbers with fractions) are not classes; for a number per text "
                             "use TuneloopRegressor")

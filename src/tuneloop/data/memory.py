@@ -142,22 +142,10 @@ def _from_lists(data, split: str, kind: str = "lists") -> Table:
 
 
 def fit_table(data: tuple, split: str, names: tuple[str, str] = ("X", "y")) -> Table:
-    """(texts, targets) from a scikit-learn estimator's fit(X, y) as the Table tuneloop.train reads (its columns
-    text (text_pair) and label, recorded as `train= (fit(X, y), N rows)`), its own mistakes said in the caller's
-    words: `names`, X's rows by position and number (X[39], row 40)."""
-    x, y = names
-    texts, targets = data
-    if len(texts) != len(targets):
-        raise DataError(f"{x}, {y}: {len(texts)} texts but {len(targets)} labels; give {x} and {y} one row per "
-                        "example")
-    if not texts:
-        raise DataError(f"{x}, {y}: no rows; give at least one example")
-    if any(isinstance(t, (tuple, list)) for t in texts):
-        bad = next((i for i, t in enumerate(texts) if not (isinstance(t, (tuple, list)) and len(t) == 2)), None)
-        if bad is not None:
-            raise DataError(f"{x}[{bad}], row {bad + 1}: give every row a text, or every row a (first, second) pair "
-                            f"(got {str(texts[bad])[:60]})")
-    return _from_lists(data, split, f"fit({x}, {y})")
+    """(texts, targets) of a scikit-learn estimator's fit(X, y), checked there in its words (sklearn.check_fit_data),
+    as the Table tuneloop.train reads: its columns text (text_pair) and label, recorded as `train= (fit(X, y), N
+    rows)`."""
+    return _from_lists(data, split, f"fit({names[0]}, {names[1]})")
 
 
 def in_fit_words(message: str, table: Table, names: tuple[str, str] = ("X", "y")) -> str:
