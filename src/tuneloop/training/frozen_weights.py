@@ -69,9 +69,10 @@ def _leave_out(accelerator, models, weights, folder) -> None:
 def _load(models, folder) -> None:
     """Before load_state reads the model: a checkpoint that left frozen weights out is loaded here (the weights it
     holds; those it left out must be frozen in this run, and the same), and its model taken off accelerate's list."""
+    from accelerate.utils import SAFE_WEIGHTS_NAME      # where save_state wrote the (only) model's state dict
     from safetensors.torch import load_file
 
-    recorded, weights = Path(folder) / FROZEN_FILE, Path(folder) / "model.safetensors"
+    recorded, weights = Path(folder) / FROZEN_FILE, Path(folder) / SAFE_WEIGHTS_NAME
     if len(models) != 1 or not recorded.is_file():
         return                                    # saved whole: accelerate loads it, strictly
     record = json.loads(recorded.read_text(encoding="utf-8"))
@@ -88,7 +89,7 @@ def _load(models, folder) -> None:
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = sorted(set(missing) - left_out)
     if missing or unexpected:
-        raise TuneloopError(f"checkpoint {Path(folder).name}: its model.safetensors lacks "
+        raise TuneloopError(f"checkpoint {Path(folder).name}: its {SAFE_WEIGHTS_NAME} lacks "
                             f"{', '.join(missing[:3]) or 'nothing'} and holds unknown "
                             f"{', '.join(unexpected[:3]) or 'nothing'}")
     models.remove(model)
