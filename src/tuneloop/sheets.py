@@ -29,3 +29,13 @@ def data_file(path) -> str:
 def is_data_file(path) -> bool:
     """Whether a data path's file exists (the sheet is checked when it is read, naming the workbook's sheets)."""
     return os.path.isfile(data_file(path))
+
+
+def file_signature(path) -> list | None:
+    """[size, modification time in ns] of the file a data path reads (None: it is not there): what a run records
+    of its data files (split.json, results.json), so that a resume, a read-back or an evaluate can tell it changed."""
+    try:
+        stat = os.stat(data_file(path))
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]

@@ -141,7 +141,8 @@ def canonical_rows(path, names, text, label, id_col, need_label, keep=False) -> 
 def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None, need_label: bool = True,
                split: str = "train", stats: dict | None = None):
     """Read one file into the canonical Arrow table, cached by the file's path, size and modification time.
-    `stats`, when given, receives {split: {"rows", "read_s", "read_cached"}}."""
+    `stats`, when given, receives {split: {"rows", "read_s", "read_cached", "file"}} ("file": a file's absolute path
+    and [size, modification time], as it was read)."""
     import datasets
     from datasets.fingerprint import Hasher
 
@@ -172,6 +173,8 @@ def read_table(path: str, columns: Columns, names: tuple[str, ...] | None = None
     if stats is not None:
         stats[split] = {"rows": len(ds), "read_s": round(time.perf_counter() - started, 3),
                         "read_cached": _reads_started == runs_before}
+        if not isinstance(path, Table):          # what an experiment's --resume checks before reading a run back
+            stats[split]["file"] = {"path": str(Path(file).resolve()), "signature": [stat.st_size, stat.st_mtime_ns]}
     return ds
 
 

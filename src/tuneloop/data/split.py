@@ -13,7 +13,7 @@ import numpy as np
 from ..exceptions import DataError
 from ..layout import SPLIT_FILE
 from ..objective import MultiLabel, Regression, SingleLabel
-from ..sheets import data_file
+from ..sheets import file_signature
 from .label_numbers import _as_float
 from .labels import LabelSchema, _split_labels
 from .readers import decimal_comma
@@ -123,14 +123,6 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
     if fold is not None:
         record["fold"] = list(fold)
     return train.select(train_rows), train.select(validation), record
-
-
-def file_signature(path: str) -> list | None:
-    try:
-        stat = os.stat(data_file(path))
-    except OSError:
-        return None
-    return [stat.st_size, stat.st_mtime_ns]
 
 
 def describe(record: dict) -> str:

@@ -1,5 +1,6 @@
-"""What every many-run command shares (seeds and folds, search): resuming a run folder from its checkpoints, how a
-stop in one of its runs is told, and keeping the best run's model as a copy in the experiment's folder."""
+"""What every many-run command shares (seeds and folds, search, distill): resuming a run folder from its
+checkpoints, how a stop in one of its runs is told, that a finished run read back by --resume saw the data as it is
+now, and keeping the best run's model as a copy in the experiment's folder."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from ..atomic import atomic_folder
-from ..exceptions import Interrupted
+from ..exceptions import DataError, Interrupted
+from ..sheets import file_signature
 from ..training.checkpoint import list_checkpoints
 
 
@@ -38,3 +40,15 @@ def copy_folder(source: Path, target: Path, extra: tuple[Path, ...] = ()) -> Non
         for path in extra:
             if path.is_file():
                 shutil.copy2(path, tmp / path.name)
+
+
+def check_same_files(folder: Path, results: dict, what: str = "the experiment") -> None:
+    """A finished run read back by --resume was trained and scored on the data files as they are now, or the summary
+    (and k-fold's out-of-fold rows) would mix runs on two versions of the data: refused, as resuming a run whose
+    held-out file changed is (data/split.py). Runs of an earlier tuneloop record no files: read back unchecked."""
+    for split, stats in (results.get("data") or {}).items():
+        file = stats.get("file") if isinstance(stats, dict) else None
+        if isinstance(file, dict) and file_signature(file["path"]) != file["signature"]:
+            raise DataError(f"--resume: {file['path']} changed since {folder.name} read it as its {split} data (its "
+                            f"size or modification time differs); resume with the file as it was, or start {what} "
+                            "in a new --output-dir")

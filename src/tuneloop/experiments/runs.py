@@ -31,7 +31,7 @@ from ..tasks import metric_range, signed_score
 from ..training.finish import gate_kept_model
 from ..training.loop import run_training
 from ..training.run_folder import check_run_folder, is_run_folder, remove_outputs
-from .common import copy_folder, interrupted_in, resume_point
+from .common import check_same_files, copy_folder, interrupted_in, resume_point
 
 log = logging.getLogger("tuneloop")
 
@@ -122,8 +122,10 @@ def _run_one(base: TrainConfig, folder: Path, options: dict, on_step) -> dict:
     """One run of the experiment: read back when finished, resumed when it has checkpoints and --resume."""
     if (folder / RESULTS_FILE).is_file() and base.resume is not None:
         check_made_alike(folder, base.replace(output_dir=str(folder), **options))
+        results = json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
+        check_same_files(folder, results)
         log.info(f"{folder.name}: finished earlier, read back")
-        return json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8"))
+        return results
     resume = resume_point(folder) if base.resume is not None else None
     overwrite = base.overwrite or (base.resume is not None and is_run_folder(folder))
     log.info(f"{folder.name}: {'resuming' if resume else 'starting'}")

@@ -6,6 +6,7 @@ earlier trials: the space they were sampled from and the data they were scored o
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import socket
@@ -16,11 +17,12 @@ import yaml
 from ..config.fields import path_options
 from ..config.options import TrainConfig
 from ..exceptions import ConfigError
-from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
+from ..layout import (BEST_DIR, CONFIG_FILE, PLOTS_DIR, RESULTS_FILE, RUN_LOCK, RUN_OUTPUTS, SEARCH_FILE, SEARCH_PAGE,
                       STUDY_JOURNAL, TRIALS_DIR)
 from ..runtime import folder_lock
 from ..sheets import data_file
 from ..training.run_folder import FOLDER_KINDS, folder_kind, foreign_outputs, remove_outputs
+from .common import check_same_files
 
 TRIAL_NAME = re.compile(r"trial-\d{3,}")
 SEARCH_OUTPUTS = (STUDY_JOURNAL, SEARCH_FILE, SEARCH_PAGE, BEST_DIR, PLOTS_DIR)      # a search's own, in OUT
@@ -237,3 +239,6 @@ def check_scored_on(study, out: Path, current: dict, start_over: str) -> None:
                 raise ConfigError(f"{flag}: the study's earlier trials were scored with {before!r} (trial "
                                   f"{trial.number}), this search gives {value!r}: their scores would not compare; "
                                   f"give the same {flag}, or {start_over}")
+        folder = trial_folder(out, attrs)
+        if attrs.get("host") == host and folder is not None and (folder / RESULTS_FILE).is_file():
+            check_same_files(folder, json.loads((folder / RESULTS_FILE).read_text(encoding="utf-8")), "the search")

@@ -155,7 +155,7 @@ def run_split(clf, config) -> dict | None:
     from pathlib import Path
 
     from ..data.prepare import holds_out_validation
-    from ..data.split import file_signature
+    from ..sheets import file_signature
 
     if not holds_out_validation(config) or not isinstance(config.train_file, str) or not clf.path:
         return None
