@@ -45,6 +45,17 @@ def test_single_label_split_keeps_the_class_shares_and_follows_the_seed():
     assert list(again) == list(validation) and list(other) != list(validation)
 
 
+def test_a_class_written_two_ways_is_one_stratum():
+    """A column pandas saved partly as floats ("1.0") trains "1" and "1.0" as one class: it was split as two strata,
+    so the 8 rows of class 1 written "1.0" were all left out of a 10% validation part (a stratum of 8 gets none)."""
+    labels = ["0"] * 80 + ["1"] * 12 + ["1.0"] * 8
+    schema = LabelSchema("single_label_classification", ["0", "1"])
+    keys, how = stratify_keys(labels, schema, 10)
+    assert how == "label" and set(keys) == {"0", "1"}
+    validation = split_rows(keys, 0.1, seed=0)[1]
+    assert Counter("1" if labels[i] == "1.0" else labels[i] for i in validation) == {"0": 8, "1": 2}
+
+
 def test_regression_is_stratified_by_quantile_bins_and_multi_label_by_label_set():
     values = [str(v) for v in np.linspace(0, 5, 200)]
     keys, how = stratify_keys(values, LabelSchema("regression"), 20)

@@ -15,7 +15,7 @@ from ..layout import SPLIT_FILE
 from ..objective import MultiLabel, Regression, SingleLabel
 from ..sheets import file_signature
 from .label_numbers import _as_float
-from .labels import LabelSchema, _split_labels
+from .labels import LabelEncoder, LabelSchema, _split_labels
 from .readers import decimal_comma
 
 RARE = "(rare)"                    # strata with a single row share one stratum
@@ -36,7 +36,16 @@ def _label_sets(raw_labels: list, schema: LabelSchema, n_validation: int, source
 
 
 def _labels(raw_labels: list, schema: LabelSchema, n_validation: int, source: str = "") -> tuple[np.ndarray, str]:
-    return _rare_shared([str(v) for v in raw_labels]), "label"
+    """Single-label: the class each row trains as ("1" and "1.0" one class, as LabelEncoder reads them), by name."""
+    encode = LabelEncoder(schema, source)
+
+    def name(raw, pos: int) -> str:
+        try:
+            return schema.names[encode(raw, pos)]
+        except (DataError, TypeError):       # not a training label (none here): a stratum of its own
+            return str(raw)
+
+    return _rare_shared([name(v, i) for i, v in enumerate(raw_labels)]), "label"
 
 
 def _rare_shared(keys: list[str]) -> np.ndarray:
