@@ -143,3 +143,19 @@ def test_a_fraction_under_one_row_per_class_holds_out_one_of_each():
     keys, _ = stratify_keys(many, LabelSchema("single_label_classification", sorted(set(many))), 6)
     _, validation, stratified = split_rows(keys, 0.1, seed=0)
     assert not stratified and len(validation) == 6
+
+
+def test_a_split_of_data_from_python_says_how_to_give_validation_rows_there():
+    """An estimator's log said `rows of train= (fit(X, y), 21 rows) held out ...; give --validation-file`."""
+    from tuneloop.data.memory import as_table, fit_table
+    from tuneloop.data.split import describe
+
+    record = {"fraction": 0.1, "seed": 42, "stratified_by": "label", "source": "x", "train": [1, 2], "validation": [0]}
+    fitted = fit_table((["a b", "c d", "e f"], [0, 1, 0]), "train")
+    said = describe(record, fitted)
+    assert said.startswith("validation: 1 of 3 rows of fit(X, y) held out (") and \
+        said.endswith("; pass fit(X, y, validation=(X_val, y_val)) to use your own"), said
+    frame = as_table({"text": ["a b", "c d", "e f"], "label": [0, 1, 0]}, "train")
+    assert describe(record, frame).endswith(f"rows of {frame} held out (0.1, stratified by label, --split-seed 42); "
+                                            "give validation= to use your own")
+    assert describe(record, "train.csv").endswith("give --validation-file to use your own")

@@ -37,6 +37,13 @@ class Table:
 
     __repr__ = __str__
 
+    def held_out_words(self) -> tuple[str, str]:
+        """How a validation part held out of this table is told: its name, and how to give validation rows instead
+        (an estimator's fit(X, y) in its own words)."""
+        if self.kind.startswith("fit("):
+            return self.kind, f"pass {self.kind[:-1]}, validation=(X_val, y_val)) to use your own"
+        return str(self), "give validation= to use your own"
+
     def __deepcopy__(self, memo) -> "Table":           # dataclasses.asdict copies configs: the rows are read-only
         return self
 

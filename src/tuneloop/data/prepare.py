@@ -98,7 +98,7 @@ def prepare_data(config: DataOptions, tokenizer, labels: LabelSchema | None = No
                                             raw.source["train"], saved_split, fold)
         raw.train = train if with_train else None
         raw.evaluation, raw.source["validation"] = {"validation": validation}, raw.source["train"]
-        log.info(describe_split(held))
+        log.info(describe_split(held, config.train_file))
     raw.train = _limit(raw.train, config.max_train_samples)
     raw.evaluation = {k: _limit(v, config.max_eval_samples) for k, v in raw.evaluation.items()}
     max_length = config.max_length or default_max_length(tokenizer)

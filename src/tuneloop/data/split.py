@@ -134,11 +134,14 @@ def hold_out(train, schema: LabelSchema, fraction: float, seed: int, source: str
     return train.select(train_rows), train.select(validation), record
 
 
-def describe(record: dict) -> str:
+def describe(record: dict, source=None) -> str:
+    """The log line of a held-out split; `source`: the training data as given (a Table from Python is named as its
+    own words have it, and told how to give validation rows there)."""
     share = f"fold {record['fold'][0]} of {record['fold'][1]}" if record.get("fold") else f"{record['fraction']:g}"
     held, n = len(record["validation"]), len(record["validation"]) + len(record["train"])
     if not record.get("fold") and held > asked_rows(n, record["fraction"]):
         share += " asked; one row per stratum"
-    return (f"validation: {held} of {n} rows of "
-            f"{os.path.basename(record['source'])} held out ({share}, stratified by "
-            f"{record['stratified_by']}, --split-seed {record['seed']}); give --validation-file to use your own")
+    name, own = source.held_out_words() if hasattr(source, "held_out_words") else \
+        (os.path.basename(record["source"]), "give --validation-file to use your own")
+    return (f"validation: {held} of {n} rows of {name} held out ({share}, stratified by "
+            f"{record['stratified_by']}, --split-seed {record['seed']}); {own}")
