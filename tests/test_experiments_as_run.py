@@ -13,6 +13,7 @@ from test_experiments import train_csv  # noqa: F401 - the module's fixture
 
 import tuneloop
 from tuneloop.cli.main import main
+from tuneloop.exceptions import Interrupted
 from tuneloop.experiments import distill as distill_module
 from tuneloop.experiments import teacher as teacher_module
 
@@ -59,7 +60,7 @@ def test_a_stop_in_the_teachers_pass_resumes_and_a_finished_one_is_read_back(tin
         raise KeyboardInterrupt
 
     monkeypatch.setattr(teacher_module, "teacher_outputs", ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted, match="interrupted in the teacher's labelling pass"):
         tuneloop.distill(**common)
     monkeypatch.setattr(teacher_module, "teacher_outputs", real)
     results = tuneloop.distill(**common, resume="latest")         # was: "no complete checkpoint to resume from"

@@ -16,14 +16,14 @@ from conftest import keyword_pair
 from tuneloop.cli.main import main
 
 
-def write_rows(path: Path, n: int, seed: int) -> Path:
+def write_rows(path: Path, n: int, seed: int, names=("no", "yes")) -> Path:
     rng = random.Random(seed)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["sentence1", "sentence2", "label"])
         for _ in range(n):
             label, a, b = keyword_pair(rng)
-            w.writerow([a, b, ["no", "yes"][label]])
+            w.writerow([a, b, names[label]])
     return path
 
 
@@ -107,3 +107,21 @@ def test_a_search_resumed_after_its_training_file_changed_is_refused(tiny_model,
     err = one_line(capsys)
     assert f"{train.resolve()} changed since trial-000 read it as its train data" in err, err
     assert "start the search in a new --output-dir" in err
+
+
+def test_a_finished_distillation_resumed_after_its_validation_file_changed_is_refused(tiny_model, tmp_path, capsys):
+    dev = write_rows(tmp_path / "dev.csv", 16, 1, names=("LABEL_0", "LABEL_1"))     # the tiny teacher's labels
+    unlabeled = tmp_path / "unlabeled.csv"
+    unlabeled.write_text("sentence1,sentence2\n" + "".join(
+        "{1},{2}\n".format(*keyword_pair(random.Random(i))) for i in range(24)))
+    out = tmp_path / "distilled"
+    args = ["distill", "--teacher", tiny_model, "--unlabeled-file", str(unlabeled), "--validation-file", str(dev),
+            "--output-dir", str(out), "--max-steps", "2", *common(tiny_model)]
+    assert main(args) == 0
+    assert main(args + ["--resume"]) == 0                    # unchanged: the student is read back
+    write_rows(dev, 20, 5, names=("LABEL_0", "LABEL_1"))
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 2
+    err = one_line(capsys)
+    assert f"{dev.resolve()} changed since {out.name} read it as its validation data" in err, err
+    assert "start the distillation in a new --output-dir" in err

@@ -35,8 +35,8 @@ from ..training.loop import run_training
 from ..training.run_folder import check_run_folder
 from ..training.state import optimizer_steps_per_epoch
 from . import teacher as t
-from .common import interrupted_in, resume_point
-from .student import student_model, student_source, teacher_layers
+from .common import check_same_files, interrupted_in, resume_point
+from .student import check_student_layers, student_model, student_source, teacher_layers
 
 log = logging.getLogger("tuneloop")
 DISTILL_OPTIONS = ("teacher", "unlabeled_file", "student_layers", "student_init", "temperature", "gold_weight",
@@ -96,6 +96,7 @@ def check_options(cfg: TrainConfig) -> None:
     if cfg.seeds or cfg.num_seeds or cfg.folds or cfg.method not in ("finetune", "auto") or cfg.data_dir or cfg.task:
         raise ConfigError("tuneloop distill trains one student on your files: leave out --seeds, --num-seeds, "
                           "--folds, --method setfit, --task and --data-dir")
+    check_student_layers(cfg)           # read from the student's source config: before the teacher's work
 
 
 def distill(config: TrainConfig, on_step: Callable | None = None) -> dict:
@@ -164,6 +165,7 @@ def _student(cfg: TrainConfig, out: Path, on_step) -> dict:
             check_made_alike(out, cfg.replace(resume=None), "the distillation")     # not one of other settings
             log.info(f"{out}: the student finished earlier, read back")
             results = json.loads((out / RESULTS_FILE).read_text(encoding="utf-8"))
+            check_same_files(out, results, "the distillation")
             results.pop("distillation", None)
             return results
         log.info(f"{out}: the student had saved no checkpoint yet; starting it")
@@ -249,7 +251,7 @@ def student_table(cfg: TrainConfig, folder: Path) -> dict:
                 t.check_same_labels(schema, given, cfg.train_file)
                 soft = np.concatenate([soft, t.gold_targets(given.labels, schema, cfg.train_file)])
         else:
-            with _teacher(cfg) as classifier:
+            with t.stop_told(cfg.output_dir), _teacher(cfg) as classifier:     # a stop: how to resume
                 schema = classifier.label_schema
                 if given is not None:         # refused before the teacher's work
                     t.check_same_labels(schema, given, cfg.train_file, ids=task is not None)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..atomic import atomic_folder
 from ..config.options import TrainConfig
+from ..exceptions import ConfigError, TuneloopError
 from ..layout import STUDENT_INIT_DIR, model_folder
 from . import teacher as t
 
@@ -28,6 +29,40 @@ def student_model(cfg: TrainConfig, folder: Path) -> tuple[str, dict]:
         with atomic_folder(init) as tmp:    # a stop mid-save left config.json without weights, reused by --resume
             keep_layers(source, cfg.student_layers, tmp)
     return str(init), {"model": source, "why": why}
+
+
+def check_student_layers(cfg: TrainConfig) -> None:
+    """--student-layers against the layer count in the config of the model `student_source` cuts, before the
+    teacher's work: a count or index it does not have is refused with keep_layers' own line (as a ConfigError). A
+    config that cannot be read or names no count is left to keep_layers, which refuses it after the teacher."""
+    if not cfg.student_layers:
+        return
+    from ..model.shrink import chosen_layers
+
+    source = student_source(cfg)[0]
+    total = layer_count(source)
+    if total is None:
+        return
+    try:
+        chosen_layers(list(cfg.student_layers), total, source)
+    except TuneloopError as e:
+        raise ConfigError(str(e)) from None
+
+
+def layer_count(model_name: str) -> int | None:
+    """A model's (an alias, a model or run folder, a Hub id) number of transformer layers, from its config (the
+    field keep_layers sets); None when it cannot be read or names none."""
+    from transformers import AutoConfig
+
+    from ..model.loading import resolve_model
+    from ..model.shrink import COUNT_FIELDS
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model(str(model_folder(model_name))))
+    except (OSError, ValueError, TuneloopError):
+        return None
+    count = next((getattr(config, f) for f in COUNT_FIELDS if hasattr(config, f)), None)
+    return count if isinstance(count, int) and count > 0 else None
 
 
 def student_source(cfg: TrainConfig) -> tuple[str, str]:

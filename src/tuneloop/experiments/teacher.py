@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import math
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from ..data.label_numbers import _regression_value, dots_group_thousands
 from ..data.labels import LabelSchema, _split_labels
 from ..data.readers import FORMATS, decimal_comma, file_columns, format_suffix, iter_rows, position_word
 from ..data.sources import load_user_files
-from ..exceptions import DataError, TuneloopError
+from ..exceptions import DataError, Interrupted, TuneloopError
 from ..layout import model_folder
 from ..sheets import is_data_file
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL
@@ -184,6 +185,22 @@ def teacher_outputs(classifier, items: list, batch_size: int, quiet: bool,
     outputs = max(classifier.label_schema.num_labels, 1)
     probabilities = classifier.objective.probabilities(logits[:, :outputs]).astype(np.float32)
     return probabilities, logits[:, outputs:].astype(np.float32) if features else None
+
+
+@contextlib.contextmanager
+def stop_told(output_dir):
+    """A stop (Ctrl-C, or a run's own SIGINT/SIGTERM) while the teacher loads and labels the texts, told as one line
+    naming the resume: nothing of the pass is saved, and `tuneloop distill --resume` on the same folder runs the
+    teacher again, then starts the student (distill._student: no checkpoint yet, so from its beginning). A Ctrl-C
+    is an Interrupted, as a stop in the student's run is (the CLI's one line, exit 130)."""
+    try:
+        yield
+    except (KeyboardInterrupt, Interrupted) as stopped:
+        number = getattr(stopped, "signal_number", signal.SIGINT)
+        raise Interrupted(f"interrupted in the teacher's labelling pass; its outputs were not saved. Resume with the "
+                          f"command that started it and --resume (tuneloop distill ... --output-dir {output_dir} "
+                          "--resume: the teacher labels the texts again, then the student trains; in Python: "
+                          f"tuneloop.distill(..., output_dir={str(output_dir)!r}, resume='latest'))", number) from None
 
 
 @contextlib.contextmanager
