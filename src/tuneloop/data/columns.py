@@ -23,8 +23,9 @@ TEXT_COLUMN_SINGLES = ["text", "sentence", "review", "content", "document", "com
 LABEL_COLUMNS = ["label", "labels", "score", "target", "class", "category", "gold_label", "Quality",
                  "is_duplicate", "y", "sentiment", "intent", "topic", "emotion", "polarity", "rating", "stars"]
 ID_COLUMNS = ["id", "idx", "index", "guid"]
-# the index pandas writes with to_csv() / keeps in a Parquet file: never the label, whatever else is left
-_INDEX = re.compile(r"Unnamed: \d+|__index_level_\d+__")
+# the index pandas writes with to_csv() / keeps in a Parquet file (data/readers.py names its nameless one `index`,
+# or `level_0`, ... as reset_index() does): never the label, whatever else is left
+_INDEX = re.compile(r"Unnamed: \d+|__index_level_\d+__|index|level_\d+")
 
 
 @dataclass(frozen=True)

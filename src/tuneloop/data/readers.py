@@ -272,20 +272,57 @@ def _json_rows(path: str, fmt: str) -> Iterator[tuple[int, dict]]:
         yield number, row
 
 
-def _parquet_rows(path: str) -> Iterator[tuple[int, dict]]:
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")     # the field pyarrow stores a DataFrame's nameless index in
+
+
+def _parquet_file(path: str):
     import pyarrow.parquet as pq
 
     try:
-        reader = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a damaged file
         raise DataError(f"{path}: not a readable Parquet file ({e})") from None
+
+
+def _parquet_names(schema) -> tuple[list[str], dict[str, str]]:
+    """(the fields in the order read, {field: the column's name}) of a Parquet schema: the index pandas stored as
+    `__index_level_0__` named as `pd.read_parquet(path).reset_index()` names it — the index's own name, else
+    `index` (`level_0`, ... for several levels, or where the name is taken) — and put first; a RangeIndex, which
+    pandas keeps in its metadata only, is no column. Files without pandas' metadata: their fields as they are."""
+    fields = list(schema.names)
+    try:
+        meta = schema.pandas_metadata or {}
+    except Exception:  # noqa: BLE001 - metadata that is not pandas' JSON: the fields as they are
+        meta = {}
+    index = [f for f in meta.get("index_columns", []) if isinstance(f, str) and f in fields]
+    given = {c.get("field_name"): c.get("name") for c in meta.get("columns", []) if isinstance(c, dict)}
+    taken, names = {f.casefold() for f in fields if not _PANDAS_INDEX.fullmatch(f)}, {}
+    for level, field in enumerate(index):
+        if not _PANDAS_INDEX.fullmatch(field):           # a named index: stored under its name
+            continue
+        own = given.get(field)
+        name = str(own) if own is not None else "index" if len(meta["index_columns"]) == 1 else f"level_{level}"
+        for name in (name, f"level_{level}", field):
+            if name.casefold() not in taken:
+                break
+        names[field] = name
+        taken.add(name.casefold())
+    return index + [f for f in fields if f not in index], {f: names.get(f, f) for f in fields}
+
+
+def _parquet_rows(path: str) -> Iterator[tuple[int, dict]]:
+    reader = _parquet_file(path)
     if reader.metadata.num_rows == 0:
         raise DataError(f"{path}: no data rows")
+    order, names = _parquet_names(reader.schema_arrow)
+    if renamed := {f: n for f, n in names.items() if f != n}:
+        log.info(f"{path}: " + ", ".join(f"{f!r} is pandas' index, read as {n!r}" for f, n in renamed.items())
+                 + " (as pandas' read_parquet(...).reset_index() names it)")
     number = 0
-    for batch in reader.iter_batches(batch_size=10_000):
+    for batch in reader.iter_batches(batch_size=10_000, columns=None if order == reader.schema_arrow.names else order):
         for row in batch.to_pylist():
             number += 1
-            yield number, row
+            yield number, {names[f]: row[f] for f in order}
 
 
 def iter_rows(path: str, names: tuple[str, ...] | None = None) -> Iterator[tuple[int, dict]]:
@@ -312,12 +349,8 @@ def file_columns(path: str, names: tuple[str, ...] | None = None) -> list[str]:
 
         return list(next(excel_rows(path, header_only=True))[1])
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            return list(pq.ParquetFile(path).schema_arrow.names)
-        except Exception as e:  # noqa: BLE001
-            raise DataError(f"{path}: not a readable Parquet file ({e})") from None
+        order, names = _parquet_names(_parquet_file(path).schema_arrow)
+        return [names[f] for f in order]
     if fmt in ("csv", "tsv"):
         limit = csv.field_size_limit(_FIELD_LIMIT)
         header = None

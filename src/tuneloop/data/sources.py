@@ -24,7 +24,7 @@ from .readers import file_columns, iter_rows, position_word
 log = logging.getLogger("tuneloop")
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data" / "mrpc"   # the built-in sample (--data-dir sample)
-READER_VERSION = "6"  # bump when the canonical table changes, to invalidate Arrow caches
+READER_VERSION = "7"  # bump when the canonical table changes, to invalidate Arrow caches
 
 
 def _label_text(value) -> Optional[str]:
@@ -95,6 +95,10 @@ def _canonical_rows(path, names, text, label, id_col, need_label, keep=False) ->
                 kind = "a JSON object" if isinstance(value, dict) else "a list"
                 raise DataError(f"{where}: {word} {position}: column {column!r} holds {kind}, not a text "
                                 f"({str(value)[:60]}); give the text itself")
+            if isinstance(value, bool):         # JSON's true, a Parquet or Python boolean: "True" was read as a text
+                said = repr(value) if isinstance(path, Table) else json.dumps(value)
+                raise DataError(f"{where}: {word} {position}: column {column!r} holds the boolean {said}, not a "
+                                f"text; give the text itself (as a string: \"{said}\"), or fix the text column")
             value = str(value)                  # a number (JSON's 42 or 3.5) is read as the text it is written as
             if (broken := half_character(value)) is not None:
                 raise DataError(f"{where}: {word} {position}: column {column!r} {broken}")

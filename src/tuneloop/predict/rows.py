@@ -12,11 +12,12 @@ import numpy as np
 
 from .. import extras
 from ..atomic import atomic_write_bytes, atomic_write_text
+from ..data.columns import named
 from ..data.excel import workbook_bytes
 from ..data.label_numbers import _as_float
 from ..data.readers import delimited_text
 from ..decision.rule import DecisionRule
-from ..exceptions import TuneloopError
+from ..exceptions import ConfigError, TuneloopError
 from ..objective import Objective, objective_for
 
 log = logging.getLogger("tuneloop")
@@ -81,12 +82,15 @@ def keep_columns(option: str | None, available: list[str], path: str, glue: bool
     if option in ("all", "none"):
         return option if option == "all" else []
     names = [name.strip() for name in option.split(",")]
-    missing = [name for name in names if name not in available]
+    found = [named(available, name) for name in names]       # any letter case, as --text-columns: the file's own
+    missing = [name for name, column in zip(names, found, strict=True) if column is None]
     if not all(names) or missing:
-        what = f"has no column {missing[0]!r}" if missing else "an empty name"
-        raise TuneloopError(f"--keep-columns {option}: {path} {what} (its columns: {', '.join(available)}); give "
-                            "all, none or names of its columns separated by commas")
-    return names
+        alike = [c for c in available if missing and str(c).casefold() == missing[0].casefold()]
+        what = "an empty name" if not missing else f"has {len(alike)} columns named {missing[0]!r} in other " \
+            "letter cases (name one as the file spells it)" if len(alike) > 1 else f"has no column {missing[0]!r}"
+        raise ConfigError(f"--keep-columns {option}: {path} {what} (its columns: {', '.join(available)}); give "
+                          "all, none or names of its columns separated by commas")
+    return list(dict.fromkeys(found))                          # `id,Id`: the column once
 
 
 def with_input(rows: list[dict], inputs: list[dict], keep: list[str] | str, id_column: str | None) -> list[dict]:
