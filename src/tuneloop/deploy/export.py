@@ -21,8 +21,9 @@ from pathlib import Path
 
 from .. import extras
 from ..atomic import atomic_folder, check_place
-from ..exceptions import TuneloopError
-from ..layout import EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE, model_folder
+from ..exceptions import ConfigError, TuneloopError
+from ..layout import (BEST_DIR, EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE, RUN_MARKER,
+                      SEARCH_FILE, SUMMARY_FILE, model_folder)
 from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier
 from ..predict.evaluate import check_output, evaluation
@@ -37,7 +38,16 @@ def source_folder(source: str) -> Path:
     """The model folder to export: a run folder's model/, or a model folder."""
     path = model_folder(source)
     if not (path / MODEL_CONFIG_FILE).is_file():
-        raise TuneloopError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
+        run = Path(source)
+        if (run / RUN_MARKER).is_file():        # an experiment's other seed/fold, a search's trial: model not kept
+            owner = next((p for p in (run.parent, run.parent.parent)
+                          if (p / SUMMARY_FILE).is_file() or (p / SEARCH_FILE).is_file()), None)
+            best = run / BEST_DIR
+            raise ConfigError(f"{source}: a run folder without its model/ (" + (
+                f"its experiment or search kept only the model it chose: export {owner}" if owner else
+                "the run has not saved its final model") + (f"; or this run's best evaluation, {best}"
+                                                            if (best / MODEL_CONFIG_FILE).is_file() else "") + ")")
+        raise ConfigError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
     return path
 
 
@@ -99,6 +109,11 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     from ..data.memory import data_option
 
     data = dict(data or {})
+    for key, value in data.items():     # a missing --validation-file was a FileNotFoundError, after the export's work
+        if key.endswith("_file") and isinstance(value, (str, os.PathLike)) and not os.path.isfile(value):
+            raise ConfigError(f"--{key.replace('_', '-')} {value}: " + ("a folder, not a file" if os.path.isdir(
+                value) else "no such file") + "; give the labelled file for the accuracy gate (or leave it out "
+                "to use the run's recorded validation data)")
     if quantize in (None, "none"):
         quantize = None
     elif quantize != "int8":          # anything else was exported fp32 and reported as quantized
@@ -111,6 +126,8 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
     folder = source_folder(source)
     if is_onnx_folder(folder):
         raise TuneloopError(f"{source}: already an exported model; export the PyTorch model folder")
+    if not str(output).strip():         # Path("") is ".": it was said to be the current folder, or to hold the model
+        raise ConfigError("--output: empty; name the folder to write the exported model to, e.g. --output onnx")
     target = Path(output)
     check_target(target, folder, overwrite)
     target = Path(os.path.abspath(target))        # written beside its own name: `out/..` is not a name

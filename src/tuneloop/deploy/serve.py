@@ -27,6 +27,7 @@ from collections import Counter
 
 from fastapi import FastAPI, Request  # needs the [serve] extra: `tuneloop serve` checks it first
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..exceptions import TuneloopError
 from ..predict.classifier import Classifier
@@ -157,6 +158,13 @@ def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: fl
     async def bad_request(request, exc: BadRequest):
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
 
+    @app.exception_handler(StarletteHTTPException)      # an unknown path, a GET /predict: {"error"} as the rest,
+    async def http_error(request, exc: StarletteHTTPException):          # not FastAPI's {"detail"}
+        said = f"{request.method} {request.url.path}: {exc.detail}"
+        said += "; the service answers POST /predict, GET /health, /metadata, /stats" if exc.status_code in (
+            404, 405) else ""
+        return JSONResponse({"error": said}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
     @app.get("/health")
     async def health():
         return {"status": "ok"}
@@ -176,6 +184,9 @@ def create_app(classifier: Classifier, max_batch_size: int = 32, max_wait_ms: fl
         raw = await read_body(request, max_body_bytes)
         try:
             body = json.loads(raw)
+        except UnicodeDecodeError as e:         # was "not JSON", naming a codec, not what to fix
+            raise BadRequest(400, f"the body is not UTF-8 (byte {e.start}: {e.object[e.start:e.start + 1]!r}); "
+                                  "send the JSON encoded as UTF-8") from None
         except ValueError as e:
             raise BadRequest(400, f"the body is not JSON ({e})") from None
         rows = parse_texts(body, classifier, max_rows)
