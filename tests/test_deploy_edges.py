@@ -1,5 +1,5 @@
-"""Edges of `tuneloop export` and `tuneloop serve` a user meets: exporting a run whose model an experiment or a
-search did not keep, an empty --output, a server's answers to unknown paths and methods, and a body that is not
+"""Edges of `tuneloop export` and `tuneloop serve` a user meets: exporting (or predicting with) a run whose model
+an experiment or a search did not keep, an empty --output, a server's answers to unknown paths and methods, and a body that is not
 UTF-8. Fast: no model is trained or loaded (a stand-in classifier serves)."""
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ def test_export_of_a_run_whose_model_was_not_kept_names_the_folder_to_export(tmp
     (experiment / "seed-1" / "tuneloop-run.json").write_text('{"kind": "train"}')
     assert main(["export", str(experiment / "seed-1"), "--output", str(tmp_path / "onnx")]) == 2
     err = one_line_error(capsys)
-    assert "a run folder without its model/" in err and f"export {experiment}" in err, err
+    assert "a run folder without its model/" in err and f"kept only the model it chose: give {experiment}" in err
+    assert main(["predict", "--model", str(experiment / "seed-1"), "a text"]) == 2     # predict and serve load so
+    err = one_line_error(capsys)                                # was: "(this run has not saved one yet)"
+    assert f"kept only the model it chose: give {experiment}" in err and "not saved" not in err, err
 
     search = tmp_path / "search"
     trial = search / "trials" / "trial-000"
@@ -41,7 +44,7 @@ def test_export_of_a_run_whose_model_was_not_kept_names_the_folder_to_export(tmp
     (trial / "best" / "config.json").write_text("{}")
     assert main(["export", str(trial), "--output", str(tmp_path / "onnx")]) == 2
     err = one_line_error(capsys)
-    assert f"export {search}" in err and f"this run's best evaluation, {trial / 'best'}" in err, err
+    assert f"give {search}" in err and f"this run's best evaluation, {trial / 'best'}" in err, err
     assert not (tmp_path / "onnx").exists()
 
 

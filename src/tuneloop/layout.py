@@ -77,3 +77,17 @@ def not_one_run(folder) -> str:
         return (f"; it is an experiment's: its page is {folder / SUMMARY_PAGE}, each run a folder in it"
                 + (f" ({', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''})" if runs else ""))
     return ""
+
+
+def no_model_here(run) -> str:
+    """Why a run folder (it has RUN_MARKER) holds no model/, for messages: a seed's, fold's or trial's run whose
+    experiment or search kept only the model it chose names that folder, and the run's best/ where it has one."""
+    from pathlib import Path
+
+    run = Path(run)
+    owner = next((p for p in (run.parent, run.parent.parent)
+                  if (p / SUMMARY_FILE).is_file() or (p / SEARCH_FILE).is_file()), None)
+    why = (f"its experiment or search kept only the model it chose: give {owner}" if owner else
+           "the run has not saved its final model yet")
+    best = run / BEST_DIR
+    return why + (f"; or this run's best evaluation, {best}" if (best / MODEL_CONFIG_FILE).is_file() else "")

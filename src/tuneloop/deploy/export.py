@@ -22,8 +22,8 @@ from pathlib import Path
 from .. import extras
 from ..atomic import atomic_folder, check_place
 from ..exceptions import ConfigError, TuneloopError
-from ..layout import (BEST_DIR, EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE, RUN_MARKER,
-                      SEARCH_FILE, SUMMARY_FILE, model_folder)
+from ..layout import (EXPORT_REPORT_FILE, METADATA_FILE, MODEL_CONFIG_FILE, ONNX_FILE, RUN_MARKER, model_folder,
+                      no_model_here)
 from ..model.onnx_model import export_file, is_onnx_folder
 from ..predict.classifier import Classifier
 from ..predict.evaluate import check_output, evaluation
@@ -38,15 +38,8 @@ def source_folder(source: str) -> Path:
     """The model folder to export: a run folder's model/, or a model folder."""
     path = model_folder(source)
     if not (path / MODEL_CONFIG_FILE).is_file():
-        run = Path(source)
-        if (run / RUN_MARKER).is_file():        # an experiment's other seed/fold, a search's trial: model not kept
-            owner = next((p for p in (run.parent, run.parent.parent)
-                          if (p / SUMMARY_FILE).is_file() or (p / SEARCH_FILE).is_file()), None)
-            best = run / BEST_DIR
-            raise ConfigError(f"{source}: a run folder without its model/ (" + (
-                f"its experiment or search kept only the model it chose: export {owner}" if owner else
-                "the run has not saved its final model") + (f"; or this run's best evaluation, {best}"
-                                                            if (best / MODEL_CONFIG_FILE).is_file() else "") + ")")
+        if (Path(source) / RUN_MARKER).is_file():     # an experiment's other seed/fold, a search's trial
+            raise ConfigError(f"{source}: a run folder without its model/ ({no_model_here(source)})")
         raise ConfigError(f"{source}: neither a run folder (with model/) nor a model folder (with config.json)")
     return path
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import TuneloopError
-from ..layout import METADATA_FILE, MODEL_CONFIG_FILE, RUN_MARKER, model_folder
+from ..layout import METADATA_FILE, MODEL_CONFIG_FILE, RUN_MARKER, model_folder, no_model_here
 
 log = logging.getLogger("tuneloop")
 
@@ -51,7 +51,7 @@ def resolve_model(name: str) -> str:
             return str(inner)
         raise TuneloopError(f"--model {name}: the folder has no config.json; point it at a folder written by "
                             "save_pretrained, or a tuneloop run folder that holds its model/"
-                            + (" (this run has not saved one yet)" if (path / RUN_MARKER).is_file() else ""))
+                            + (f" ({no_model_here(path)})" if (path / RUN_MARKER).is_file() else ""))
     if name.startswith(("/", ".", "~", "\\")) or name.count("/") > 1 or "\\" in name:   # a path, not an org/name id
         raise TuneloopError(f"--model {name}: no such folder (a Hub id is a name or org/name); check the path"
                             + (f"; did you mean {near}?" if (near := near_folder(name)) else ""))
