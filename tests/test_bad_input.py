@@ -114,6 +114,15 @@ def test_a_folder_given_as_a_data_file_is_said_as_a_folder(tiny_model, tmp_path,
           "--task NAME)")
 
 
+def test_evaluate_on_a_file_that_is_not_there(tiny_model, tmp_path, good, good_dev, capsys):
+    """It was a FileNotFoundError traceback from reading the file's header for its columns."""
+    assert main(train_argv(tiny_model, tmp_path, good, good_dev, "--no-report", "--baseline", "none")) == 0
+    capsys.readouterr()
+    missing = tmp_path / "nope.csv"
+    check(*run_cli(["evaluate", "--model", str(tmp_path / "out"), "--validation-file", str(missing)], capsys),
+          f"--validation-file: {missing} does not exist or is not a file")
+
+
 def test_bytes_that_are_not_utf8(tiny_model, tmp_path, good, capsys):
     bad = write(tmp_path / "latin1.csv", "text,label\nthe cat,1\n".encode() + "café,0\n".encode("latin-1"))
     check(*run_cli(train_argv(tiny_model, tmp_path, bad, good), capsys), "latin1.csv", "line 3", "not UTF-8")

@@ -22,7 +22,7 @@ from ..data.sources import canonical_rows
 from ..decision.fit import decided_metrics
 from ..exceptions import ConfigError, DataError
 from ..layout import METADATA_FILE, RUN_MARKER, RUN_OUTPUTS, SPLIT_FILE
-from ..sheets import data_file
+from ..sheets import data_file, is_data_file
 from .rows import STDOUT, check_output_name, keep_columns, say_formula_texts, with_input, write_predictions
 
 FILE_CHUNK = 50_000          # rows of a file read, tokenized and predicted at a time
@@ -182,7 +182,8 @@ def columns_of(data) -> list[str] | None:
 
     if isinstance(data, Table):
         return list(data.columns)
-    return file_columns(data) if isinstance(data, str) else None
+    # a path that names no file: None here, and the options' check says so in one line (not a FileNotFoundError)
+    return file_columns(data) if isinstance(data, str) and is_data_file(data) else None
 
 
 def evaluated_text(clf, config, given) -> list[str] | None:
