@@ -54,8 +54,12 @@ def _scores(model, texts: list[str], num_labels: int) -> np.ndarray:
 
 
 def _label_logits(model, texts: list[str], num_labels: int) -> np.ndarray:
-    """Logits per label (multi-label)."""
-    probs = np.clip(model.predict_proba(texts), 1e-12, 1 - 1e-12)
+    """Logits per label (multi-label). One label: scikit-learn reads its one column as a binary target and gives
+    (P(absent), P(present)) per row; the second is the label's."""
+    probs = model.predict_proba(texts)
+    if num_labels == 1 and probs.shape[1] == 2:
+        probs = probs[:, 1:]
+    probs = np.clip(probs, 1e-12, 1 - 1e-12)
     return np.log(probs) - np.log1p(-probs)
 
 

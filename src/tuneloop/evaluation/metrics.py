@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from ..objective import Objective
+from ..objective.kinds import label_columns
 
 
 def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective, positive: int = 1) -> dict:
@@ -20,10 +21,9 @@ def compute(names, logits: np.ndarray, labels: np.ndarray, objective: Objective,
             out[name] = accuracy_score(labels, preds)
         elif name == "f1":
             out[name] = f1_score(labels, preds, pos_label=positive, zero_division=0.0)
-        elif name == "f1_macro":
-            out[name] = f1_score(labels, preds, average="macro", zero_division=0.0)
-        elif name == "f1_micro":
-            out[name] = f1_score(labels, preds, average="micro", zero_division=0.0)
+        elif name in ("f1_macro", "f1_micro"):
+            y, decided, which = label_columns(labels, preds) if objective.multi_label else (labels, preds, {})
+            out[name] = f1_score(y, decided, average=name[3:], zero_division=0.0, **which)
         elif name == "exact_match":
             out[name] = float(np.mean(np.all(preds == labels, axis=-1)))
         elif name == "matthews_correlation":
@@ -109,8 +109,10 @@ def per_class(logits: np.ndarray, labels: np.ndarray, schema) -> dict | None:
     if not objective.classes:
         return None
     preds, y = objective.predictions(logits), objective.gold(labels)
-    index = None if objective.multi_label else list(range(len(schema.names)))   # label sets: scikit-learn's columns
-    precision, recall, f1, support = precision_recall_fscore_support(y, preds, labels=index, zero_division=0.0)
+    which = {"labels": list(range(len(schema.names)))}                  # label sets: scikit-learn's columns
+    if objective.multi_label:
+        y, preds, which = label_columns(y, preds)
+    precision, recall, f1, support = precision_recall_fscore_support(y, preds, zero_division=0.0, **which)
     return {name: {"precision": round(float(p), 4), "recall": round(float(r), 4), "f1": round(float(f), 4),
                    "support": int(s)}
             for name, p, r, f, s in zip(schema.names, precision, recall, f1, support, strict=True)}

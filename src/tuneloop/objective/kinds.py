@@ -13,6 +13,16 @@ from .base import Objective
 MULTI_LABEL_CUT = 0.5          # a label is carried when its target (or probability) is above this
 
 
+def label_columns(gold, predictions) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(gold, predictions, keyword arguments) as scikit-learn scores label sets (0/1 per row and label). One label:
+    its column as a binary problem of the positive side (scikit-learn reads a one-column indicator as binary, and
+    its micro-F1 would count the absent side as a class too: the accuracy)."""
+    gold, predictions = np.asarray(gold), np.asarray(predictions)
+    if gold.ndim == 2 and gold.shape[1] == 1:
+        return gold[:, 0], predictions.reshape(len(predictions), -1)[:, 0], {"labels": [1]}
+    return gold, predictions, {}
+
+
 class SingleLabel(Objective):
     """One class per row: softmax probabilities, argmax predictions, cross entropy."""
 
@@ -207,11 +217,11 @@ class MultiLabel(Objective):
         """Micro and macro F1, micro precision and recall over the labels."""
         from sklearn.metrics import f1_score, precision_score, recall_score
 
-        y = self.gold(labels)
-        return {"f1_micro": f1_score(y, predictions, average="micro", zero_division=0.0),
-                "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0),
-                "precision_micro": precision_score(y, predictions, average="micro", zero_division=0.0),
-                "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0)}
+        y, predictions, which = label_columns(self.gold(labels), predictions)
+        return {"f1_micro": f1_score(y, predictions, average="micro", zero_division=0.0, **which),
+                "f1_macro": f1_score(y, predictions, average="macro", zero_division=0.0, **which),
+                "precision_micro": precision_score(y, predictions, average="micro", zero_division=0.0, **which),
+                "recall_micro": recall_score(y, predictions, average="micro", zero_division=0.0, **which)}
 
     def name(self, value, schema):
         return schema.separator_join([n for n, on in zip(schema.names, self.binarize(value), strict=True) if on])

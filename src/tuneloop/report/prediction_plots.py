@@ -116,6 +116,8 @@ def _label_f1(split: str, logits, labels, names: list[str] | None) -> Plot:
     import numpy as np
     from sklearn.metrics import f1_score
 
+    from ..objective.kinds import label_columns
+
     plot = Plot(f"label_f1_{_safe(split)}", f"F1 of each label: {split}", "")
     labels = labels.astype(np.int64)
     if labels.ndim != 2 or labels.shape != logits.shape:
@@ -124,7 +126,8 @@ def _label_f1(split: str, logits, labels, names: list[str] | None) -> Plot:
     if not names or len(names) != n_labels:
         names = [str(i) for i in range(n_labels)]
     preds = (logits > 0).astype(np.int64)
-    f1 = f1_score(labels, preds, average=None, zero_division=0.0)
+    y, decided, which = label_columns(labels, preds)          # one label: its own side, not a two-class problem
+    f1 = np.atleast_1d(f1_score(y, decided, average=None, zero_division=0.0, **which))
     support = labels.sum(axis=0)
     fig = _figure((FIGSIZE[0], min(40.0, max(2.4, 0.32 * n_labels + 1.2))))
     ax = fig.add_subplot()
@@ -137,7 +140,7 @@ def _label_f1(split: str, logits, labels, names: list[str] | None) -> Plot:
     ax.grid(axis="y", visible=False)
     for row, value, count in zip(rows, f1, support, strict=True):
         ax.text(min(value, 1.0) + 0.01, row, f"{value:.2f}  (n={int(count)})", va="center", fontsize=7)
-    micro = f1_score(labels, preds, average="micro", zero_division=0.0)
+    micro = f1_score(y, decided, average="micro", zero_division=0.0, **which)
     ax.set_title(f"{split}: {len(labels)} examples, micro F1 {micro:.4f}")
     plot.caption = "F1 of each label on its own; n is how many examples carry the label."
     plot.png = _png(fig)
