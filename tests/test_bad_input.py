@@ -412,3 +412,25 @@ def test_a_header_naming_a_column_twice_is_refused_and_spaces_around_names_are_r
     import json
 
     assert json.loads((tmp_path / "out" / "results.json").read_text())["labels"] == ["0", "1"]
+
+
+def test_a_place_the_system_will_not_write_in_is_one_line(tmp_path, monkeypatch):
+    """A read-only or virtual file system (/proc for root, whom permission checks let through) was a FileNotFoundError
+    or OSError traceback from the temporary file an atomic write makes beside its target."""
+    import errno
+    import os
+
+    from tuneloop.atomic import atomic_folder, atomic_write_text
+    from tuneloop.exceptions import TuneloopError
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(os, "open", read_only)
+    with pytest.raises(TuneloopError, match=r"out\.csv: cannot be written there \(Read-only file system\); choose"):
+        atomic_write_text(tmp_path / "out.csv", "x")
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "mkdir", read_only)
+    with pytest.raises(TuneloopError, match=r"onnx: cannot be written there \(Read-only file system\)"):
+        with atomic_folder(tmp_path / "sub" / "onnx"):
+            pass

@@ -14,8 +14,20 @@ from pathlib import Path
 
 
 def _temporary(target: Path, make) -> Path:
-    """A new, unique path beside `target`, created by `make(path)` (which must fail if the path exists)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """A new, unique path beside `target`, created by `make(path)` (which must fail if the path exists). A place
+    the system will not write in (a read-only or virtual file system, which permission checks do not tell) is one
+    line naming the target."""
+    from .exceptions import TuneloopError
+
+    def refused(e: OSError) -> TuneloopError:
+        return TuneloopError(f"{target}: cannot be written there ({e.strerror or e}); choose another place")
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if disk_full(e):
+            raise
+        raise refused(e) from None
     while True:
         path = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
         try:
@@ -23,6 +35,10 @@ def _temporary(target: Path, make) -> Path:
             return path
         except FileExistsError:
             continue
+        except OSError as e:
+            if disk_full(e):
+                raise
+            raise refused(e) from None
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
