@@ -118,3 +118,42 @@ def test_the_reports_label_f1_plot_of_one_label():
     logits[0, 0] = 2.0
     plot = _label_f1("validation", logits, labels, ["spam"])
     assert plot.png
+
+
+def _multi_label_schema(tmp_path, cells: list[str], separator=None):
+    import csv
+
+    from tuneloop.data.labels import infer_label_schema
+    from tuneloop.data.sources import load_user_files
+
+    path = tmp_path / "train.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["text", "label"])
+        writer.writerows([f"row {i}", cell] for i, cell in enumerate(cells))
+    train = load_user_files(str(path), None, None, None, None).train
+    return infer_label_schema(train, "multi_label_classification", separator, str(path))
+
+
+def test_multi_label_sets_without_a_separator_are_said(tmp_path, caplog):
+    """'a,b' trained silently as a label named 'a,b' (7 labels where the user meant 3)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        schema = _multi_label_schema(tmp_path, ["a,b", "a", "b", "c,a"])
+    assert schema.names == ["a", "a,b", "b", "c,a"]                 # as the options say: each cell one label
+    said = [r.getMessage() for r in caplog.records if "without --label-separator" in r.getMessage()]
+    assert said and "'a,b' is a label of its own" in said[0] and "--label-separator ','" in said[0], said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tuneloop"):
+        assert _multi_label_schema(tmp_path, ["a,b", "a", "b"], ",").names == ["a", "b"]
+        _multi_label_schema(tmp_path, ['["a", "b"]', '["c++"]', "c++"])      # JSON lists, a label holding '+'
+    assert not [r for r in caplog.records if "without --label-separator" in r.getMessage()]
+
+
+def test_multi_label_rows_that_carry_no_label_at_all_are_refused(tmp_path):
+    """It was "label 'b' was not seen in the training data (known: )", from the validation file."""
+    from tuneloop.exceptions import DataError
+
+    with pytest.raises(DataError, match=r"train\.csv: no training row carries a label \(every label set is empty\)"):
+        _multi_label_schema(tmp_path, ["[]", "[]", "[]"])

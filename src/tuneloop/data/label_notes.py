@@ -46,6 +46,29 @@ def _say_labels_on_every_row(names: list[str], sets: list[set], source: str) -> 
                     "to always predict them")
 
 
+def _say_unsplit_sets(values: list[str], separator: str | None, source: str) -> None:
+    """Multi-label without --label-separator: a cell that is not a JSON list is one label, so 'a,b' trains as a
+    label of its own named 'a,b' (every row one label): said, naming the separator that would read the sets."""
+    if separator:
+        return
+    for mark in ("|", ";", ","):                 # not "+": a label such as C++ holds it
+        joined = [v for v in values if not (v.startswith("[") and v.endswith("]"))
+                  and len(parts := v.split(mark)) > 1 and all(p.strip() for p in parts)]
+        if joined:
+            log.warning(f"{source}: without --label-separator each label cell is one label, so {joined[0]!r} is "
+                        f"a label of its own, not a set; give --label-separator '{mark}' to read the labels joined "
+                        "by it as sets (or write each set as a JSON list)")
+            return
+
+
+def _say_no_labels(names: list[str], source: str) -> None:
+    """Multi-label training rows that carry no label at all: nothing to learn (was 'label ... was not seen in the
+    training data (known: )' from the validation file)."""
+    if not names:
+        raise DataError(f"{source}: no training row carries a label (every label set is empty); give rows that "
+                        "carry the labels to learn")
+
+
 UNIQUE_LABELS_FROM = 10     # rows from which a label column whose every row differs stops a guessed classification
 MANY_NUMBERS = 20           # whole-number labels with more values than this, not ids 0..K-1 or 1..K: said
 

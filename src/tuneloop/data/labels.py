@@ -12,7 +12,8 @@ from typing import Optional
 from ..exceptions import DataError
 from ..tasks import MULTI_LABEL, REGRESSION, SINGLE_LABEL, TaskSpec
 from .label_notes import (_check_guessed_classes, _say_label_sets, _say_labels_on_every_row, _say_missing_markers,
-                          _say_near_duplicates, _say_number_reading, _say_odd_words)
+                          _say_near_duplicates, _say_no_labels, _say_number_reading, _say_odd_words,
+                          _say_unsplit_sets)
 from .label_numbers import (_LEADING_ZERO, _as_float, _comma_hint, _not_a_target, _regression_value,
                             _written_with_comma, dots_group_thousands, written_as_decimals)
 from .readers import decimal_comma, position_word
@@ -107,6 +108,8 @@ def infer_label_schema(train, problem_type: str, separator: str | None, source: 
     if problem_type == MULTI_LABEL:
         sets = [{item for item in _split_labels(v, separator) if item} for v in values]
         names = sorted(set().union(*sets))
+        _say_no_labels(names, source)
+        _say_unsplit_sets(values, separator, source)
         _say_near_duplicates(names, source)
         _say_labels_on_every_row(names, sets, source)
         return LabelSchema(problem_type, names, separator)
