@@ -337,6 +337,8 @@ def test_serve_answers_like_predict(server, exported, capsys):
     ({"text": "x"}, 400, '"texts"'),
     ({"texts": []}, 400, "non-empty"),
     ({"texts": ["only one text"]}, 400, "reads pairs"),
+    ({"texts": ["first", "second"]}, 400, 'give a list of [first, second] pairs (["first", "second"] is two texts: '
+                                          'one pair is [["first", "second"]])'),
     ({"texts": [["a", "b", "c"]]}, 400, "row 1: give a text or a [first, second] pair"),
     ({"texts": [["a", "  "]]}, 400, "row 1: empty text"),
     ({"texts": [["a", "b"]] * 5}, 413, "at most 4"),

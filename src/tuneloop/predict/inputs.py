@@ -79,7 +79,8 @@ def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED)
         raise TuneloopError(f"{names.name}: a mix of single texts and pairs; give one kind")
     if pair is True and len(rows[0]) == 1:
         reads = f" ({', '.join(text_columns)})" if text_columns else ""
-        raise TuneloopError(f"the model reads pairs of texts{reads}; give [first, second] pairs")
+        one = ' (["first", "second"] is two texts: one pair is [["first", "second"]])' if len(rows) == 2 else ""
+        raise TuneloopError(f"the model reads pairs of texts{reads}; give a list of [first, second] pairs{one}")
     if pair is False and len(rows[0]) == 2:
         raise TuneloopError("the model reads one text per row, not pairs")
     return [(row[0], row[1] if len(row) == 2 else None) for row in rows]
