@@ -4,7 +4,6 @@ out-of-fold table raised an IndexError and a seeds summary would have mixed runs
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
@@ -12,19 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import keyword_pair
+from test_search_resume import write_rows
 
 from tuneloop.cli.main import main
-
-
-def write_rows(path: Path, n: int, seed: int, names=("no", "yes")) -> Path:
-    rng = random.Random(seed)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["sentence1", "sentence2", "label"])
-        for _ in range(n):
-            label, a, b = keyword_pair(rng)
-            w.writerow([a, b, names[label]])
-    return path
 
 
 def common(tiny_model: str) -> list[str]:

@@ -22,14 +22,14 @@ SPACE_A = "lr: {low: 1.0e-3, high: 1.0e-2, log: true}\nwarmup_ratio: {low: 0.0, 
 SPACE_B = "lr: {low: 2.0e-3, high: 3.0e-3}\nwarmup_ratio: {low: 0.0, high: 0.2}\n"       # lr no longer a log range
 
 
-def write_rows(path: Path, n: int, seed: int) -> Path:
+def write_rows(path: Path, n: int, seed: int, names=("no", "yes")) -> Path:
     rng = random.Random(seed)
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["sentence1", "sentence2", "label"])
         for _ in range(n):
             label, a, b = keyword_pair(rng)
-            w.writerow([a, b, ["no", "yes"][label]])
+            w.writerow([a, b, names[label]])
     return path
 
 
