@@ -124,7 +124,8 @@ def test_model_names_a_run_folder_without_a_model(mean_run, tmp_path):
     unfinished = tmp_path / "unfinished"
     unfinished.mkdir()
     shutil.copy(out / "tuneloop-run.json", unfinished)
-    with pytest.raises(TuneloopError, match="no config.json.*run folder that holds its model/ .this run has not"):
+    with pytest.raises(TuneloopError,
+                       match="no config.json.*run folder that holds its model/ .the run has not saved its final model"):
         resolve_model(str(unfinished))
 
 
