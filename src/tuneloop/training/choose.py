@@ -21,7 +21,9 @@ the best mean there picked at random; the test keeps the stage unless the eviden
 The choice keeps to --auto-budget seconds: the probe always runs (and times forward and backward over one training
 batch on this machine); a further candidate runs only if its estimated time (its steps × rows a step × the measured
 seconds a training row) still fits, and stops if, after a fold, the folds left would not fit at the pace measured;
-either is recorded as skipped (the stage not compared is kept). A candidate scored after the stage stops its folds
+either is recorded as skipped (the stage not compared is kept, and fine-tuning after it is not run: it could
+replace nothing). With --setfit-head end-to-end the stage's folds also train the loop after the head, as the run
+will. A candidate scored after the stage stops its folds
 once it could not beat it beyond chance even right on every row left (out_of_reach: the choice is unchanged, only
 sooner). The choice, every candidate's fold scores, mean,
 seconds (or estimate) and its test against the stage are recorded in results.json ("auto") and said in the log;
@@ -37,13 +39,14 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..data.batch import MODEL_INPUTS, TARGETS
+from ..data.batch import MODEL_INPUTS, ROW, TARGETS
 from ..data.batching import make_collator
 from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
 from ..runtime.process import random_states
 from . import contrastive, small_data
 from .head_fit import fit_head, fold_count, folds_of, head_logits
+from .state import optimizer_steps_per_epoch
 from .step import AccelerateStep
 
 log = logging.getLogger("tuneloop")
@@ -75,7 +78,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
         return finetune, {"chosen": "finetune", "why": why}
     labels = np.asarray(data.train_labels)
-    if fold_count(labels) < 2:          # a class of one row: no folds, nothing to compare, the default kept
+    if fold_count(labels, texts_of(data.train)) < 2:    # a class of one row (text): no folds, the default kept
         why = "fewer than 2 training rows in some class: no cross-validation, the few-shot default kept"
         log.info(f"method auto: {DEFAULT} ({why})")
         return config.replace(method=DEFAULT), {"chosen": DEFAULT, "default": DEFAULT, "why": why}
@@ -87,13 +90,16 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
 
 
 def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:
-    started, folds = time.perf_counter(), folds_of(labels, config.seed)
+    started, folds = time.perf_counter(), folds_of(labels, config.seed, texts_of(data.train))
     # the stage's passes as the run will make them on all the training rows (one process: decide() compares nothing
     # on several), in every fold: not a fold's own, whose fewer pairs would take more passes than the run will
     config = config.replace(setfit_epochs=contrastive.planned_passes(config, labels, 1))
     inputs = data.train.select_columns([c for c in MODEL_INPUTS if c in data.train.column_names])
     candidates, speed, right = {}, {}, {}
     for method in CANDIDATES:
+        if DEFAULT in candidates and DEFAULT not in right:      # the stage not compared is kept: nothing to beat
+            candidates[method] = {"skipped": f"{DEFAULT} was not compared, so nothing could replace it"}
+            continue
         estimate = estimated_seconds(method, config, data, folds, speed["row"]) if speed else None
         if estimate is not None and time.perf_counter() - started + estimate > config.auto_budget:
             candidates[method] = {"skipped": "over --auto-budget", "estimated_s": round(estimate, 1)}
@@ -140,6 +146,11 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
 
 
+def texts_of(rows):
+    """The text each training row comes from (--windows: a long text's windows share it), or None."""
+    return rows[ROW] if ROW in rows.column_names else None
+
+
 def out_of_reach(method: str, right: dict, correct: np.ndarray, done: np.ndarray) -> str | None:
     """Why `method` can no longer replace the stage, or None: were it right on every held-out row still to score
     (`done`: the rows scored so far), the sign test against the stage's rows (`right[DEFAULT]`) would
@@ -170,20 +181,41 @@ def sign_test(challenger: np.ndarray, incumbent: np.ndarray) -> dict:
 def fold_correct(method, config, data, tokenizer, accelerator, build_model, objective, inputs, labels, train, held,
                  speed: dict) -> np.ndarray:
     """Whether one candidate got each of one fold's held-out rows right, trained on the fold's other rows. The
-    probe's embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took."""
+    probe's embedding (the same in every fold) is kept in `speed`, with the seconds a row's forward pass took. With
+    --setfit-head end-to-end the stage's fold goes on as its run would: the fitted head copied into the model, then
+    the training loop over every weight."""
     from accelerate.utils import set_seed
 
     set_seed(config.seed)
     if method == "finetune":
         return finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held)
     embedded = speed.get("probe") if method == "probe" else None
+    weighing = head_weighing(config, data, objective, labels)
     if embedded is None:
-        *embedded, per_row = fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
-                                           train)
+        features, head, per_row, model = fold_features(method, config, inputs, labels, tokenizer, accelerator,
+                                                       build_model, train)
+        embedded = features, head.bias is not None
         speed.setdefault("row", per_row)
         if method == "probe":
             speed["probe"] = embedded
-    return head_correct(*embedded, objective, labels, train, held, config.seed)
+        elif config.setfit_head == "end-to-end":
+            fitted = fit_head(features[train], labels[train], weighing, head.bias is not None, config.seed)
+            with torch.no_grad():
+                head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
+                if head.bias is not None:
+                    head.bias.copy_(torch.as_tensor(fitted["bias"], dtype=head.bias.dtype))
+            return loop_fold(config, model, data, tokenizer, accelerator, objective, train, held)
+    return head_correct(*embedded, weighing, labels, train, held, config.seed)
+
+
+def head_weighing(config, data, objective, labels):
+    """The objective a fitted head weighs its rows by, as the run's (contrastive.head_objective): with --sampler
+    balanced, which draws no batches for a head, the balanced class weights."""
+    if config.sampler != "balanced" or objective.weights is not None:
+        return objective
+    from ..objective import objective_for
+
+    return objective_for(data.labels, objective.balanced_weights(labels))
 
 
 def estimated_seconds(method: str, config, data, folds, per_row: float) -> float:
@@ -193,17 +225,22 @@ def estimated_seconds(method: str, config, data, folds, per_row: float) -> float
     if method == "setfit":
         labels = np.asarray(data.train_labels)[train]
         pairs = len(contrastive.make_pairs(labels, config.setfit_iterations, config.seed)[0]) * config.setfit_epochs
-        return len(folds) * (2 * pairs + len(data.train) / BACKWARD) * per_row
+        loop = loop_rows(config, len(train)) if config.setfit_head == "end-to-end" else 0    # then the loop
+        return len(folds) * (2 * pairs + len(data.train) / BACKWARD + loop) * per_row
     fit = small_data.adapt(config.replace(method="finetune"), len(train), quiet=True)
-    steps = fit.max_steps or fit.epochs * math.ceil(len(train) / fit.batch_size)
-    return len(folds) * (steps * min(fit.batch_size, len(train)) + len(folds[0][1]) / BACKWARD) * per_row
+    return len(folds) * (loop_rows(fit, len(train)) + len(folds[0][1]) / BACKWARD) * per_row
 
 
-def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model,
-                  train) -> tuple[np.ndarray, bool, float]:
+def loop_rows(cfg, rows: int) -> int:
+    """The rows the training loop runs through (forward and backward) on `rows` training rows."""
+    steps = cfg.max_steps or cfg.epochs * math.ceil(rows / cfg.batch_size)
+    return steps * min(cfg.batch_size, rows)
+
+
+def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_model, train) -> tuple:
     """(every training row's embedding after the candidate's body training on the fold's rows — none for the
-    probe —, whether the model's head has a bias, the seconds a training row takes here: forward and backward over
-    one batch, timed once warm)."""
+    probe —, the model's final Linear, the seconds a training row takes here: forward and backward over one batch,
+    timed once warm, and the model)."""
     cfg = config.replace(method=method)
     model = build_model(cfg).to(accelerator.device)
     head = contrastive.head_linear(model, model.config.num_labels)
@@ -213,7 +250,7 @@ def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_
         contrastive.train_body(model, head, embed, inputs.select(train), labels[train], cfg.replace(quiet=True),
                                accelerator, lambda: 0)
     features = contrastive.embeddings(model, embed, inputs, cfg.eval_batch_size)
-    return features, head.bias is not None, seconds_a_training_row(model, embed, inputs, cfg.batch_size)
+    return features, head, seconds_a_training_row(model, embed, inputs, cfg.batch_size), model
 
 
 def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
@@ -240,24 +277,57 @@ def finetune_fold(config, data, tokenizer, accelerator, build_model, objective, 
     out right."""
     cfg = small_data.adapt(config.replace(method="finetune"), len(train), quiet=True)
     model = build_model(cfg).to(accelerator.device)
+    return loop_fold(cfg, model, data, tokenizer, accelerator, objective, train, held)
+
+
+class Accumulated:
+    """An optimizer that steps (and zeroes its gradients) only where the accelerator syncs them: the last micro-step
+    of an accumulation, as the run's prepared optimizer (accelerate's AcceleratedOptimizer)."""
+
+    def __init__(self, optimizer, accelerator):
+        self.optimizer, self.accelerator = optimizer, accelerator
+
+    def step(self):
+        if self.accelerator.sync_gradients:
+            self.optimizer.step()
+
+    def zero_grad(self, set_to_none: bool = True):
+        if self.accelerator.sync_gradients:
+            self.optimizer.zero_grad(set_to_none=set_to_none)
+
+
+def loop_fold(cfg, model, data, tokenizer, accelerator, objective, train, held) -> np.ndarray:
+    """The training loop's steps (cfg's epochs or --max-steps, learning rate, schedule) on the fold's rows, from
+    `model` as it is; whether each held row came out right."""
     collate = make_collator(tokenizer, cfg.pad_to_max_length, cfg.max_length)
     columns = [c for c in (*MODEL_INPUTS, *TARGETS) if c in data.train.column_names]
     rows = data.train.select_columns(columns).select(train)
-    per_epoch = math.ceil(len(rows) / cfg.batch_size)
-    total = cfg.max_steps or cfg.epochs * per_epoch
+    batches, accumulation = math.ceil(len(rows) / cfg.batch_size), cfg.gradient_accumulation_steps
+    total = cfg.max_steps or cfg.epochs * optimizer_steps_per_epoch(batches, accumulation)
     optimizer = build_optimizer(model, cfg.lr, cfg.weight_decay, accelerator.device.type)
     scheduler = build_scheduler(optimizer, cfg.lr_scheduler, total, cfg.warmup_steps, cfg.warmup_ratio)
-    step = AccelerateStep(accelerator, model, optimizer, objective, cfg.max_grad_norm)
-    rng, done = np.random.default_rng(cfg.seed), 0
+    step = AccelerateStep(accelerator, model, Accumulated(optimizer, accelerator), objective, cfg.max_grad_norm)
+    rng, done, before = np.random.default_rng(cfg.seed), 0, accelerator.step
+    chance = None
+    if cfg.sampler == "balanced":         # as the run's loader draws: with replacement, by inverse class frequency
+        chance = objective.inverse_frequency(np.asarray(data.train_labels)[train])
+        chance = chance / chance.sum()
     model.train()
-    while done < total:
-        order = rng.permutation(len(rows))
-        for s in range(0, len(rows), cfg.batch_size):
-            step(collate(contrastive.rows_of(rows, order[s:s + cfg.batch_size])).to(accelerator.device))
-            scheduler.step()
-            done += 1
-            if done >= total:
-                break
+    try:
+        while done < total:
+            order = rng.permutation(len(rows)) if chance is None else rng.choice(len(rows), len(rows), p=chance)
+            for i, s in enumerate(range(0, len(rows), cfg.batch_size)):
+                # the run's accumulation: an optimizer step every --gradient-accumulation-steps batches and at an
+                # epoch's last one (accelerate counts micro-steps in accelerator.step)
+                accelerator.step = accumulation - 1 if i == batches - 1 else 0 if i == 0 else accelerator.step
+                out = step(collate(contrastive.rows_of(rows, order[s:s + cfg.batch_size])).to(accelerator.device))
+                if out.update:
+                    scheduler.step()
+                    done += 1
+                if done >= total:
+                    break
+    finally:
+        accelerator.step = before         # the run's own accumulation starts where it would have, named
     model.eval()
     held_rows, predicted = data.train.select_columns(columns).select(held), []
     with torch.no_grad():

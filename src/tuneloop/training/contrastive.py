@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..data.batch import MODEL_INPUTS
+from ..data.batch import MODEL_INPUTS, ROW
 from ..data.batching import make_collator
 from ..exceptions import ConfigError, Interrupted
 from ..model.loading import final_linear
@@ -260,7 +260,8 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     objective = head_objective(run, labels)
     fitted = fit_head(features, labels, objective, head.bias is not None, cfg.seed)
     if cfg.method == "probe":                 # the frozen body: a head's folds score rows as the saved model would
-        run.out_of_fold = out_of_fold(features, labels, objective, head.bias is not None, cfg.seed)
+        run.out_of_fold = out_of_fold(features, labels, objective, head.bias is not None, cfg.seed,
+                                      data.train[ROW] if ROW in data.train.column_names else None)
     with torch.no_grad():
         head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
         if head.bias is not None:

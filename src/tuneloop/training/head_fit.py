@@ -16,28 +16,37 @@ ABSENT = 30.0            # |logit| for a class no training row has (or every row
 FOLDS = 3                # folds of the training rows: auto's cross-validation and the probe's out-of-fold logits
 
 
-def fold_count(labels: np.ndarray) -> int:
+def fold_count(labels: np.ndarray, groups=None) -> int:
     """The stratified folds these labels allow: FOLDS, fewer when a class has fewer rows (under 2: none can be made,
-    since a fold holding out a class's only row cannot train on that class)."""
+    since a fold holding out a class's only row cannot train on that class). `groups`: each row's text (--windows
+    cuts a text into rows that share it): a class's texts are counted, not its rows."""
+    if groups is not None:
+        _, first = np.unique(np.asarray(groups), return_index=True)
+        labels = np.asarray(labels)[first]                     # one label per text: its first row's
     return int(min(FOLDS, np.unique(labels, return_counts=True)[1].min()))
 
 
-def folds_of(labels: np.ndarray, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def folds_of(labels: np.ndarray, seed: int, groups=None) -> list[tuple[np.ndarray, np.ndarray]]:
     """(training rows, held-out rows) of each stratified fold, shuffled with `seed`: fold_count folds (every row is
-    held out once)."""
-    from sklearn.model_selection import StratifiedKFold
+    held out once). With `groups` (the text each row is a window of) a text's rows are held out together: a fold
+    that trained on one window of a text would score its other windows as seen."""
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
-    return list(StratifiedKFold(fold_count(labels), shuffle=True, random_state=seed)
-                .split(np.zeros(len(labels)), labels))
+    if groups is None or len(np.unique(np.asarray(groups))) == len(labels):
+        return list(StratifiedKFold(fold_count(labels), shuffle=True, random_state=seed)
+                    .split(np.zeros(len(labels)), labels))
+    return list(StratifiedGroupKFold(fold_count(labels, groups), shuffle=True, random_state=seed)
+                .split(np.zeros(len(labels)), labels, np.asarray(groups)))
 
 
-def out_of_fold(features, labels, objective, with_bias: bool, seed: int) -> tuple[np.ndarray, np.ndarray] | None:
+def out_of_fold(features, labels, objective, with_bias: bool, seed: int,
+                groups=None) -> tuple[np.ndarray, np.ndarray] | None:
     """(each row's logits from a head fitted on the other folds, labels): for the decision rule when validation rows
-    are too few (finish.py). None for multi-label data or a class with fewer rows than FOLDS."""
-    if objective.multi_label or fold_count(labels) < FOLDS:
+    are too few (finish.py). None for multi-label data or a class with fewer rows (texts: `groups`) than FOLDS."""
+    if objective.multi_label or fold_count(labels, groups) < FOLDS:
         return None
     logits = np.zeros((len(labels), objective.num_labels))
-    for train, held in folds_of(labels, seed):
+    for train, held in folds_of(labels, seed, groups):
         logits[held] = head_logits(fit_head(features[train], labels[train], objective, with_bias, seed),
                                    features[held])
     return logits, labels

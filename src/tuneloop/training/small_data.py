@@ -57,6 +57,11 @@ def adapt(config: TrainConfig, train_rows: int, num_processes: int = 1, quiet: b
     if config.resume is not None and config.small_data != "auto":
         return config                  # config.yaml recorded it (a search trial resumes from `auto`: decided again)
     if not applies(config, train_rows):
+        if config.small_data == "on" and config.method != "finetune" and not quiet:     # asked for, not given: said
+            how = "" if not left_to_tuneloop(config, "method") else " (--method auto's choice)"
+            log.warning(f"--small-data on does nothing with --method {config.method}{how}: its stage keeps its own "
+                        "settings (the few-shot guide), and config.yaml records small_data: off; for the small-data "
+                        "settings, use --method finetune")
         return config.replace(small_data="off")
     changes: dict = {"small_data": "on"}
     said = []
