@@ -42,7 +42,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
             r.setfit = contrastive.train_body_and_head(r, lambda: signals.received(r.accelerator))  # ends on Ctrl-C
         acc, model, scheduler, plan, state = r.accelerator, r.model, r.scheduler, r.plan, r.state
         step = (make_step or default_step)(r)      # step.py: the Accelerate step unless a caller plugs in another
-        log = TrainLog(acc, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch)
+        log = TrainLog.for_run(r)                  # progress.py: progress lines, loss and samples/s of training time
         samples_before, evaluation = state.samples_seen, None
         model.train()
         while not plan.finished(state):
@@ -62,7 +62,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                     scheduler.step()
                 state.step_done(plan.steps_per_epoch)               # the last step of an epoch starts the next
                 epoch = state.epoch_progress(plan.steps_per_epoch)
-                mean_loss = log.step(state.step, epoch, scheduler.get_last_lr()[0])   # every --log-every steps
+                mean_loss = log.step(state.step, epoch, scheduler.get_last_lr()[0], state.samples_seen)  # logs
                 if mean_loss is not None and not math.isfinite(mean_loss):
                     raise NonFiniteLoss(state.step, mean_loss)      # checkpoints already saved stay intact
 
@@ -76,6 +76,8 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
                 stopping = plan.finished(state)                     # the last step, or early stopping
                 signal_number = signals.received(acc)               # SIGINT/SIGTERM on any process
                 if plan.checkpoint_due(state.step, stopping) or signal_number:    # --save-every N | epoch
+                    if not math.isfinite(unchecked := log.pending_loss()):       # never a checkpoint of NaN weights
+                        raise NonFiniteLoss(state.step, unchecked)
                     with r.timeline.phase("checkpoints"):
                         saved = checkpoint.save_checkpoint(acc, r.output_dir, state.step, checkpoint_payload(r, state),
                                                            cfg.keep_last, dynamics.checkpoint_writer(r.dynamics, acc))

@@ -61,10 +61,11 @@ PLAIN_EVERY_S = 30.0
 class TrainLog:
     """The progress bar (or plain progress lines), loss/lr logging and timing of the training loop, without
     per-step host syncs: the loss is read back only every `every` steps. Evaluation time is kept apart, so that
-    samples/s counts training."""
+    samples/s counts training: with the run's `timeline`, every phase inside the loop (evaluations, OUT/best/,
+    checkpoints) is, in each logged window and in `training_s`. `samples`: the examples seen before (a resume)."""
 
     def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool,
-                 global_batch: int):
+                 global_batch: int, timeline=None, samples: int = 0):
         from tqdm.auto import tqdm
 
         self.accelerator, self.every, self.global_batch = accelerator, every, global_batch
@@ -76,20 +77,42 @@ class TrainLog:
                         disable=not speaks or self.plain, file=sys.stderr)
         self.loss_sum, self.micro_batches = None, 0
         self.started = self.window_start = self.last_line = time.perf_counter()
-        self.window_steps = 0
+        self.window_steps, self.window_samples = 0, samples
         self.eval_s = 0.0
+        self.timeline, self.aside_s = timeline, None      # aside_s: seconds in the loop's phases, set by close()
+        self.aside_start = self.window_aside = self._aside()
         self.first_step_s: float | None = None      # the first optimizer step, compilation included
         self.shown = {"loss": math.nan, "lr": math.nan, "sps": math.nan}
+
+    @classmethod
+    def for_run(cls, run) -> "TrainLog":
+        """The log of a run's loop (training/setup_steps.Run), from where its state is (a resume's step and rows)."""
+        cfg, plan, state = run.config, run.plan, run.state
+        return cls(run.accelerator, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch,
+                   timeline=run.timeline, samples=state.samples_seen)
+
+    def pending_loss(self) -> float:
+        """The mean loss of the steps since the last logged window, not yet checked (a host sync; 0.0 when every
+        step has been): a checkpoint is saved only when it is finite, as the weights then are."""
+        if not self.micro_batches:
+            return 0.0
+        return float(self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean"))
 
     def add_loss(self, loss) -> None:
         loss = loss.detach()
         self.loss_sum = loss if self.loss_sum is None else self.loss_sum + loss
         self.micro_batches += 1
 
-    def step(self, step: int, epoch: float, lr: float) -> float | None:
+    def _aside(self) -> float:
+        """Seconds spent so far in phases that are not training: the timeline's (evaluations, model folders,
+        checkpoints), or without one the evaluations logged here."""
+        return self.timeline.inside if self.timeline is not None else self.eval_s
+
+    def step(self, step: int, epoch: float, lr: float, samples: int | None = None) -> float | None:
         """Called once per optimizer step; every `every` steps and at the last logs the window's mean loss, lr and
         throughput, and returns that loss (None on other steps, and when every batch of the window was skipped as
-        non-finite)."""
+        non-finite). `samples`: the examples seen so far (all processes), for throughput; without it, a global
+        batch per step (which over-counts an epoch's last, shorter one)."""
         if self.first_step_s is None:               # the run's one deliberate host sync, to time it
             if self.accelerator.device.type == "cuda":
                 import torch
@@ -101,19 +124,21 @@ class TrainLog:
         self.shown["lr"] = lr
         loss = None
         if not step % self.every or step >= self.total:    # the last step's window too (a short run's only one)
-            loss = self._window_loss(step, epoch, lr)
+            loss = self._window_loss(step, epoch, lr, samples)
         if self.lines and (step >= self.total or time.perf_counter() - self.last_line >= PLAIN_EVERY_S):
             self.progress_line(step, epoch)
         return loss
 
-    def _window_loss(self, step: int, epoch: float, lr: float) -> float | None:
+    def _window_loss(self, step: int, epoch: float, lr: float, samples: int | None = None) -> float | None:
         """The mean loss of the steps since the last window (None when every batch was skipped), logged with the lr
         and throughput when it is finite; starts the next window."""
         loss = None
         if self.micro_batches:
             loss = float(self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean"))
-        elapsed = max(time.perf_counter() - self.window_start, 1e-9)
-        sps = self.window_steps * self.global_batch / elapsed
+        aside = self._aside()
+        elapsed = max(time.perf_counter() - self.window_start - (aside - self.window_aside), 1e-9)
+        seen = self.window_steps * self.global_batch if samples is None else samples - self.window_samples
+        sps = seen / elapsed
         if loss is None or math.isfinite(loss):
             shown = math.nan if loss is None else loss
             self.accelerator.log({"train/loss": shown, "train/lr": lr, "train/epoch": round(epoch, 4),
@@ -121,7 +146,9 @@ class TrainLog:
             self.bar.set_postfix(loss=f"{shown:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
             self.shown.update(loss=shown, sps=sps)
         self.loss_sum, self.micro_batches = None, 0
-        self.window_start, self.window_steps = time.perf_counter(), 0
+        self.window_start, self.window_steps, self.window_aside = time.perf_counter(), 0, aside
+        if samples is not None:
+            self.window_samples = samples
         return loss
 
     def progress_line(self, step: int, epoch: float) -> None:
@@ -171,7 +198,10 @@ class TrainLog:
 
     @property
     def training_s(self) -> float:
-        return max(self.runtime_s - self.eval_s, 1e-9)
+        aside = self.aside_s if self.aside_s is not None else self._aside() - self.aside_start
+        return max(self.runtime_s - max(aside, self.eval_s), 1e-9)
 
     def close(self) -> None:
+        """The end of the loop: the time aside is fixed now (the timeline's next mark starts its count again)."""
+        self.aside_s = self._aside() - self.aside_start
         self.bar.close()

@@ -273,7 +273,7 @@ def setup_state(config: TrainConfig, accelerator, output_dir: Path, plan: Plan, 
                                              accelerator.num_processes, log.warning)
     checkpoint.check_same_data(path, saved, plan.steps_per_epoch, len(data.train), data.raw.source.get("train"))
     state = TrainState.from_dict(saved, plan.steps_per_epoch, config.gradient_accumulation_steps)
-    if accelerator.is_main_process:
+    if accelerator.is_main_process and not config.dry_run:      # a dry run writes nothing
         checkpoint.truncate_metrics(output_dir / METRICS_FILE, state.step)
     accelerator.wait_for_everyone()
     log.info(f"resuming from {path} (step {state.step}, epoch {state.epoch + 1})")

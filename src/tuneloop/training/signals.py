@@ -55,6 +55,12 @@ class StopSignals(contextlib.AbstractContextManager):
         student through `tuneloop distill`, whose resume reuses the teacher's outputs); a run of several processes
         under the launcher that started it, with as many (a checkpoint resumes with the processes it was saved
         by: checkpoint.check_resumable)."""
+        message = self._resume_line(config, step, saved, output_dir, num_processes)
+        log.info(message, extra={"console": False})   # train.log's last line too (the console's is the error's)
+        return message
+
+    @staticmethod
+    def _resume_line(config, step: int, saved, output_dir, num_processes: int) -> str:
         command = "distill" if config.teacher else "train"
         if num_processes > 1:
             return (f"interrupted at step {step}; checkpoint saved in {saved} by {num_processes} processes. Resume "

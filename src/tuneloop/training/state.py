@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from dataclasses import dataclass, field
 
 from ..config.parsing import eval_every_parts
 from ..tasks import signed_score
 
+
+log = logging.getLogger("tuneloop")
 
 MAX_EPOCH_EVALUATIONS = 20     # a run of more epochs (small data) evaluates this many times, evenly spaced
 
@@ -48,6 +51,8 @@ class TrainState:
         """Add an evaluation ({split: {metric: value}}) to the history; True when it is the best so far in
         `metric` (of the first split). Counts evaluations without improvement for early stopping."""
         epoch = self.epoch_progress(steps_per_epoch)
+        if self.best is not None and self.best["metric"] != metric:     # --metric-for-best changed on a resume
+            self._rebase(metric)
         self.history.append({"step": self.step, "epoch": epoch, "results": metrics})
         value = next(iter(metrics.values()))[metric]
         previous = None if self.best is None else self.best["value"]
@@ -58,6 +63,25 @@ class TrainState:
         else:
             self.evals_without_improvement += 1
         return improved
+
+    def _rebase(self, metric: str) -> None:
+        """The best evaluation and the patience counter under another metric (a resume may change
+        --metric-for-best): replayed from the history; when that best is not the one OUT/best/ holds, counted
+        afresh from the next evaluation, which OUT/best/ then holds (said)."""
+        kept, self.best, self.evals_without_improvement = self.best, None, 0
+        for record in self.history:
+            value = next(iter(record["results"].values())).get(metric)
+            if value is None:
+                continue
+            if self.best is None or signed_score(metric, value) > signed_score(metric, self.best["value"]):
+                self.best = {"metric": metric, "value": value, "step": record["step"], "epoch": record["epoch"]}
+                self.evals_without_improvement = 0
+            else:
+                self.evals_without_improvement += 1
+        if self.best is None or self.best["step"] != kept["step"]:
+            log.warning(f"--metric-for-best {metric}: the checkpoint kept OUT/best/ by {kept['metric']} (step "
+                        f"{kept['step']}); the best {metric} is chosen from the evaluations after this resume")
+            self.best, self.evals_without_improvement = None, 0
 
     def patience_exhausted(self, patience: int | None) -> bool:
         """--early-stopping-patience N: N evaluations in a row without improvement."""
@@ -100,6 +124,7 @@ class Plan:
     eval_interval: int | None           # --eval-every as a number of steps
     save_every: str | None              # --save-every: N steps, "epoch", or None
     eval_each_epoch: bool = True        # False past MAX_EPOCH_EVALUATIONS epochs: then every eval_interval steps
+    evals_per_epoch: int | None = None  # --eval-every K/epoch: K evenly spaced steps of every epoch, its end included
 
     @classmethod
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
@@ -107,16 +132,17 @@ class Plan:
         total = config.max_steps or config.epochs * steps
         if config.method == "probe" or (config.method == "setfit" and config.setfit_head == "logistic"):
             total = 0                   # the head is fitted before the loop (contrastive.py): no loop steps
-        interval = None
+        interval = per_epoch = None
         if config.eval_every is not None:
             kind, number = eval_every_parts(config.eval_every)
             interval = number if kind == "steps" else max(1, steps // number)
+            per_epoch = number if kind == "per_epoch" else None
         each_epoch = math.ceil(total / steps) <= MAX_EPOCH_EVALUATIONS
         if not each_epoch and interval is None:      # many short epochs (small data): evenly spaced instead
             interval = math.ceil(total / MAX_EPOCH_EVALUATIONS)
         return cls(steps, total,
                    config.batch_size * num_processes * config.gradient_accumulation_steps, interval,
-                   config.save_every, each_epoch)
+                   config.save_every, each_epoch, per_epoch)
 
     @property
     def epochs(self) -> int:
@@ -127,9 +153,18 @@ class Plan:
 
     def eval_due(self, step: int) -> bool:
         """At every epoch's end (of runs of at most MAX_EPOCH_EVALUATIONS epochs), at the last step, and every
-        --eval-every steps."""
-        return self.eval_each_epoch and step % self.steps_per_epoch == 0 or step >= self.total_steps or \
+        --eval-every N steps, or at K/epoch's K steps of each epoch (its end among them)."""
+        periodic = self.epoch_mark(step) if self.evals_per_epoch else \
             bool(self.eval_interval) and step % self.eval_interval == 0
+        return self.eval_each_epoch and step % self.steps_per_epoch == 0 or step >= self.total_steps or periodic
+
+    def epoch_mark(self, step: int) -> bool:
+        """Whether `step` is one of the K/epoch evaluation steps: the steps ceil(i × steps_per_epoch / K), i = 1..K,
+        counted in the step's own epoch, so that every epoch evaluates K times (a global interval of
+        steps_per_epoch // K drifts across epochs, and evaluates once more just before each epoch's end)."""
+        k, n = self.evals_per_epoch, self.steps_per_epoch
+        position = (step - 1) % n + 1                  # 1..n within its epoch
+        return position * k // n > (position - 1) * k // n
 
     def checkpoint_due(self, step: int, ending: bool) -> bool:
         """--save-every N: every N steps; --save-every epoch: at every epoch's end and when the run ends early."""
