@@ -210,3 +210,24 @@ def test_a_dry_run_resume_leaves_metrics_jsonl_as_it_was(tiny_model, mrpc_dir, t
     before = (out / "metrics.jsonl").read_text()
     tuneloop.train(TrainConfig(dry_run=True, resume=str(out / "checkpoints" / "step-0000004"), **common))
     assert (out / "metrics.jsonl").read_text() == before
+
+
+def test_cosine_with_restarts_restarts_at_every_epoch():
+    """With transformers' one cycle it was `cosine` step for step: the option changed nothing."""
+    import torch
+
+    from tuneloop.model.optim import build_scheduler
+
+    def rates(name, cycles):
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+        scheduler = build_scheduler(optimizer, name, 30, 0, 0.0, cycles=cycles)
+        out = []
+        for _ in range(30):
+            out.append(scheduler.get_last_lr()[0])
+            optimizer.step()
+            scheduler.step()
+        return out
+
+    restarts, cosine = rates("cosine_with_restarts", 3), rates("cosine", 3)
+    assert restarts[0] == restarts[10] == restarts[20] == 1.0 and restarts[9] < 0.05       # up again each epoch
+    assert cosine[10] < 0.8 and restarts != cosine

@@ -29,9 +29,11 @@ def build_optimizer(model, lr: float, weight_decay: float, device_type: str, exc
         return torch.optim.AdamW(groups, lr=lr, capturable=capturable)
 
 
-def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float):
+def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, warmup_ratio: float,
+                    cycles: int = 1):
     """transformers' schedule `name` with the warmup asked; `constant`, which takes no warmup (transformers ignores
-    it), becomes `constant_with_warmup` when there is one (said)."""
+    it), becomes `constant_with_warmup` when there is one (said). `cosine_with_restarts` restarts `cycles` times
+    (the run gives its epochs: a restart at each epoch's start); transformers' default of one cycle is `cosine`."""
     from transformers import get_scheduler
 
     warmup = warmup_steps or int(round(warmup_ratio * total_steps))
@@ -43,4 +45,5 @@ def build_scheduler(optimizer, name: str, total_steps: int, warmup_steps: int, w
         log.info(f"--lr-scheduler constant with {warmup} warmup steps: constant_with_warmup (constant alone ignores "
                  "a warmup)")
         name = "constant_with_warmup"
-    return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps)
+    extra = {"scheduler_specific_kwargs": {"num_cycles": max(1, cycles)}} if name == "cosine_with_restarts" else {}
+    return get_scheduler(name, optimizer=optimizer, num_warmup_steps=warmup, num_training_steps=total_steps, **extra)

@@ -259,7 +259,7 @@ def setup_scheduler(config: TrainConfig, optimizer, plan: Plan, accelerator):
     # not prepared: stepping it ourselves once per optimizer step keeps the schedule independent of the
     # number of processes (a prepared scheduler steps once per process)
     scheduler = build_scheduler(optimizer, config.lr_scheduler, plan.total_steps, config.warmup_steps,
-                                config.warmup_ratio)
+                                config.warmup_ratio, cycles=plan.epochs)
     accelerator.register_for_checkpointing(scheduler)
     return scheduler
 
