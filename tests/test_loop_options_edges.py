@@ -231,3 +231,15 @@ def test_cosine_with_restarts_restarts_at_every_epoch():
     restarts, cosine = rates("cosine_with_restarts", 3), rates("cosine", 3)
     assert restarts[0] == restarts[10] == restarts[20] == 1.0 and restarts[9] < 0.05       # up again each epoch
     assert cosine[10] < 0.8 and restarts != cosine
+
+
+def test_max_steps_beside_a_given_epochs_is_said(tiny_model, mrpc_dir, tmp_path):
+    """--epochs 5 --max-steps 7 trained 7 steps without a word of the epochs asked for."""
+    common = {"task": "mrpc", "data_dir": str(mrpc_dir), **fast_options(tiny_model)}
+    out = tmp_path / "a"
+    tuneloop.train(TrainConfig(output_dir=str(out), max_steps=7, chosen=["epochs", "max_steps"],
+                               **{**common, "epochs": 5}))
+    said = (out / "train.log").read_text()
+    assert "--max-steps 7 sets the run's length (0.28 epochs of 25 steps): --epochs 5 is not used" in said
+    tuneloop.train(TrainConfig(output_dir=str(tmp_path / "b"), max_steps=7, chosen=["max_steps"], **common))
+    assert "sets the run's length" not in (tmp_path / "b" / "train.log").read_text()      # --epochs not given

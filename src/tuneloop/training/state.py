@@ -130,6 +130,9 @@ class Plan:
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
         steps = optimizer_steps_per_epoch(batches_per_epoch, config.gradient_accumulation_steps)
         total = config.max_steps or config.epochs * steps
+        if config.max_steps and "epochs" in (config.chosen or ()) and total != config.epochs * steps:
+            log.info(f"--max-steps {total} sets the run's length ({total / steps:.4g} epochs of {steps} steps): "
+                     f"--epochs {config.epochs} is not used")
         if config.method == "probe" or (config.method == "setfit" and config.setfit_head == "logistic"):
             total = 0                   # the head is fitted before the loop (contrastive.py): no loop steps
         interval = per_epoch = None
