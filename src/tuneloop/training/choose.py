@@ -56,6 +56,7 @@ DEFAULT = "setfit"      # the few-shot method unless another is better beyond ch
 ALPHA = 0.05            # the sign test's level for replacing it
 FEW_PER_CLASS = 64      # rows per class (on average) up to which the candidates are compared: the few-shot regime
 BACKWARD = 3.0          # a training row costs about this many rows of an embedding pass (forward + backward)
+TIMINGS = 3             # timed passes of one batch for the budget's estimates: the fastest counts
 
 
 def decide(config, data, tokenizer, accelerator, build_model: Callable, objective) -> tuple:
@@ -254,15 +255,18 @@ def fold_features(method, config, inputs, labels, tokenizer, accelerator, build_
 
 
 def seconds_a_training_row(model, embed, inputs, batch_size: int) -> float:
-    """Forward and backward over one training batch, the second of two (the first builds the kernels)."""
+    """Forward and backward over one training batch: the fastest of three, after one that builds the kernels (one
+    timing alone, on a machine other jobs load, put a 2.5 s stage at 1,068 s and skipped it)."""
     rows = contrastive.rows_of(inputs, range(min(len(inputs), batch_size)))
     model.train()
-    for _ in range(2):
+    times = []
+    for _ in range(TIMINGS + 1):
         t0 = time.perf_counter()
         embed(rows)[0].sum().backward()
+        times.append(time.perf_counter() - t0)
     model.zero_grad(set_to_none=True)
     model.eval()
-    return (time.perf_counter() - t0) / len(rows)
+    return min(times[1:]) / len(rows)
 
 
 def head_correct(features, with_bias: bool, objective, labels, train, held, seed: int) -> np.ndarray:
