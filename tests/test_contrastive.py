@@ -222,6 +222,9 @@ def test_ctrl_c_in_the_stage_ends_it_after_the_step_with_nothing_to_resume(tiny_
     assert stopped.value.signal_number == signal.SIGINT and len(calls) == 2
     assert signal.getsignal(signal.SIGINT) is handler
     assert not (out / "checkpoints").exists() and not (out / "model").exists()
+    said = (out / "train.log").read_text()                 # the first stop's line: it said "to save a checkpoint"
+    assert "stopping after this pair step (the SetFit stage saves no checkpoint" in said, said
+    assert "to save a checkpoint" not in said
 
 
 def test_the_model_is_the_logistic_regression_and_a_plain_model(setfit_run, tmp_path):

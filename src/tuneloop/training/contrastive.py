@@ -242,9 +242,10 @@ def head_objective(run, labels):
     return objective_for(run.data.labels, run.objective.balanced_weights(labels))
 
 
-def train_body_and_head(run, stop: Callable[[], int]) -> dict:
+def train_body_and_head(run, signals) -> dict:
     """SetFit's two steps on the run's prepared model; returns results.json's "setfit" section (the probe also sets
-    run.out_of_fold, for finish.py). `stop()`: the signal any process received (signals.py), after each pair step."""
+    run.out_of_fold, for finish.py). `signals` (signals.StopSignals): the signal any process received, read after
+    each pair step; a first stop says the stage saves no checkpoint."""
     cfg, acc, data = run.config, run.accelerator, run.data
     model = getattr(run.model, "_orig_mod", run.model)        # a compiled model runs eagerly here
     plain = acc.unwrap_model(run.model, keep_torch_compile=False)
@@ -253,9 +254,11 @@ def train_body_and_head(run, stop: Callable[[], int]) -> dict:
     embed = Embedder(model, head, run.tokenizer, cfg, acc.device, plain.config.get_text_config().pad_token_id)
     labels = data.train_labels
     started = time.perf_counter()
-    body = (train_body(model, head, embed, rows, labels, cfg, acc, stop) if cfg.method == "setfit" else
-            {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size, "lr": 0.0,
-             "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
+    with signals.saying("stopping after this pair step (the SetFit stage saves no checkpoint: nothing to resume)"):
+        body = (train_body(model, head, embed, rows, labels, cfg, acc, lambda: signals.received(acc))
+                if cfg.method == "setfit" else
+                {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size,
+                 "lr": 0.0, "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
     objective = head_objective(run, labels)
     fitted = fit_head(features, labels, objective, head.bias is not None, cfg.seed)

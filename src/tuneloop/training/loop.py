@@ -39,7 +39,7 @@ def run_training(config: TrainConfig, on_step: Callable[[TrainState], None] | No
         if cfg.dry_run:
             return dry_run.dry_run(r)    # config, sizes, steps, one batch, one forward pass; nothing written
         if cfg.method in contrastive.HEAD_FITTED and r.state.step == 0:   # contrastive.py: body on pairs (setfit), head
-            r.setfit = contrastive.train_body_and_head(r, lambda: signals.received(r.accelerator))  # ends on Ctrl-C
+            r.setfit = contrastive.train_body_and_head(r, signals)     # a Ctrl-C ends it after a pair step
         acc, model, scheduler, plan, state = r.accelerator, r.model, r.scheduler, r.plan, r.state
         step = (make_step or default_step)(r)      # step.py: the Accelerate step unless a caller plugs in another
         log = TrainLog.for_run(r)                  # progress.py: progress lines, loss and samples/s of training time

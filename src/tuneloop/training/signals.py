@@ -24,6 +24,7 @@ class StopSignals(contextlib.AbstractContextManager):
     def __init__(self):
         self.signal_number, self._previous = 0, {}
         self.armed = False               # arm(): from then on a stop waits for a step boundary and a checkpoint
+        self.stopping = "stopping at the end of this step to save a checkpoint"     # what a first stop says
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
@@ -41,6 +42,15 @@ class StopSignals(contextlib.AbstractContextManager):
         """The run is set up: a stop now saves a checkpoint at the next step boundary (or ends the setfit stage)."""
         self.armed = True
 
+    @contextlib.contextmanager
+    def saying(self, stopping: str):
+        """While open, a first stop says `stopping` (a stage that saves no checkpoint says so)."""
+        before, self.stopping = self.stopping, stopping
+        try:
+            yield
+        finally:
+            self.stopping = before
+
     def _handle(self, signum, frame):
         if not self.armed:                   # nothing trained yet: a stop during 40 s of tokenizing is a stop now
             raise Interrupted("interrupted before training began: nothing was saved to resume; run it again (with "
@@ -48,7 +58,7 @@ class StopSignals(contextlib.AbstractContextManager):
         if self.signal_number and signum == signal.SIGINT:
             raise KeyboardInterrupt          # a second Ctrl-C: stop now, no checkpoint
         self.signal_number = signum
-        log.warning("stopping at the end of this step to save a checkpoint (Ctrl-C again to stop at once)")
+        log.warning(f"{self.stopping} (Ctrl-C again to stop at once)")
 
     def how_to_resume(self, config, step: int, saved, output_dir, num_processes: int = 1) -> str:
         """The one line a run stopped by a signal ends with, after its checkpoint: how to resume it (a distilled
