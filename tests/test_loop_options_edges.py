@@ -243,3 +243,15 @@ def test_max_steps_beside_a_given_epochs_is_said(tiny_model, mrpc_dir, tmp_path)
     assert "--max-steps 7 sets the run's length (0.28 epochs of 25 steps): --epochs 5 is not used" in said
     tuneloop.train(TrainConfig(output_dir=str(tmp_path / "b"), max_steps=7, chosen=["max_steps"], **common))
     assert "sets the run's length" not in (tmp_path / "b" / "train.log").read_text()      # --epochs not given
+
+
+def test_an_early_stopped_run_resumed_with_more_patience_trains_on(tiny_model, mrpc_dir, tmp_path):
+    """The checkpoint's `stopped_early` ended the resumed loop at once: no step was trained, whatever the patience."""
+    out = tmp_path / "run"
+    common = {"task": "mrpc", "data_dir": str(mrpc_dir), "output_dir": str(out), "eval_every": "2",
+              "save_every": "2", **fast_options(tiny_model, lr=1e-7, epochs=2)}       # nothing improves
+    first = tuneloop.train(TrainConfig(early_stopping_patience=1, **common))
+    assert first["stopped_early"] and first["train"]["steps"] == 4
+    again = tuneloop.train(TrainConfig(early_stopping_patience=3, resume="latest", **common))
+    assert again["stopped_early"] and again["train"]["steps"] == 8      # two more evaluations without improvement
+    assert '"steps": 8' in (out / "results.json").read_text()

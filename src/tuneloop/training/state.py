@@ -84,9 +84,9 @@ class TrainState:
             self.best, self.evals_without_improvement = None, 0
 
     def patience_exhausted(self, patience: int | None) -> bool:
-        """--early-stopping-patience N: N evaluations in a row without improvement."""
-        if patience and self.evals_without_improvement >= patience:
-            self.stopped_early = True
+        """--early-stopping-patience N: N evaluations in a row without improvement (under this run's N: a resume
+        may give another)."""
+        self.stopped_early = bool(patience) and self.evals_without_improvement >= patience
         return self.stopped_early
 
     def evaluated_last_step(self) -> bool:
@@ -125,6 +125,7 @@ class Plan:
     save_every: str | None              # --save-every: N steps, "epoch", or None
     eval_each_epoch: bool = True        # False past MAX_EPOCH_EVALUATIONS epochs: then every eval_interval steps
     evals_per_epoch: int | None = None  # --eval-every K/epoch: K evenly spaced steps of every epoch, its end included
+    patience: int | None = None         # --early-stopping-patience (a resume may change it: finished() reads it)
 
     @classmethod
     def make(cls, batches_per_epoch: int, config, num_processes: int) -> "Plan":
@@ -145,14 +146,17 @@ class Plan:
             interval = math.ceil(total / MAX_EPOCH_EVALUATIONS)
         return cls(steps, total,
                    config.batch_size * num_processes * config.gradient_accumulation_steps, interval,
-                   config.save_every, each_epoch, per_epoch)
+                   config.save_every, each_epoch, per_epoch, config.early_stopping_patience)
 
     @property
     def epochs(self) -> int:
         return math.ceil(self.total_steps / self.steps_per_epoch)
 
     def finished(self, state: TrainState) -> bool:
-        return state.step >= self.total_steps or state.stopped_early
+        """The last step, or early stopping: under this run's patience, so that a resume of an early-stopped run
+        with a larger --early-stopping-patience (or none) trains on (it ended at once)."""
+        stopped = state.stopped_early and bool(self.patience) and state.evals_without_improvement >= self.patience
+        return state.step >= self.total_steps or stopped
 
     def eval_due(self, step: int) -> bool:
         """At every epoch's end (of runs of at most MAX_EPOCH_EVALUATIONS epochs), at the last step, and every
