@@ -133,3 +133,22 @@ def test_a_missing_validation_file_is_said_in_one_line_before_the_export(tmp_pat
         assert err.endswith(f"--validation-file {given}: {said}; give the labelled file for the accuracy gate (or "
                             "leave it out to use the run's recorded validation data)"), err
     assert not (tmp_path / "onnx").exists()
+
+
+def test_the_export_gate_refuses_regression_scores_shifted_where_pearson_cannot_see_it():
+    """An int8 regression export kept 85% of fp32's score variance (R² 0.853) and passed: Pearson had not moved."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from tuneloop.deploy.export import gate
+    from tuneloop.objective import Regression
+
+    scores = np.linspace(0.0, 3.0, 40, dtype=np.float32)[:, None]
+    def evaluated(logits):
+        return SimpleNamespace(outputs={"validation": (logits, scores[:, 0])},
+                               main_split={"pearson": 0.9, "mse": 0.1})
+
+    shifted = gate(evaluated(scores), evaluated(scores + 0.5), "pearson", None, Regression())
+    assert shifted["verdict"] == "fail" and shifted["score_agreement"] < 0.99 and shifted["drop_points"] == 0
+    assert gate(evaluated(scores), evaluated(scores + 1e-4), "pearson", None, Regression())["verdict"] == "pass"

@@ -52,6 +52,8 @@ def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) 
     ours = {"metrics": torch_eval.main_split, "logits": torch_eval.outputs[split][0]}
     theirs = {"metrics": onnx_eval.main_split, "logits": onnx_eval.outputs[split][0]}
     checked = compare(ours, theirs, main, objective, None, allow_drop)
+    if checked.get("score_agreement", 1.0) < routes.MIN_AGREEMENT:      # regression: Pearson misses a shift or a
+        checked.update(verdict="fail", min_score_agreement=routes.MIN_AGREEMENT)      # rescaling of the scores
     # the raw decisions' agreement (multi-label: the whole label set); regression has none (None)
     return {"split": split, "pytorch": ours["metrics"], "exported": theirs["metrics"], **checked,
             "prediction_agreement": checked.get("decision_agreement")}
@@ -149,6 +151,12 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
                                        **gate(*checked, main, allow_drop, clf.objective)}}
             (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
             g = report["gate"]
+            if g["verdict"] == "fail" and g.get("min_score_agreement") and g["drop_points"] <= g["allowed_drop_points"]:
+                raise TuneloopError(f"export refused: the exported scores keep {g['score_agreement']:.1%} of the "
+                                    f"variance of PyTorch's (R² against them; at least {routes.MIN_AGREEMENT:.0%}: "
+                                    f"{main} does not see a shift or a rescaling of the scores); nothing written. " + (
+                                        "Export without --quantize" if quantize else "The fp32 graph does not "
+                                        "compute as PyTorch does"))
             if g["verdict"] == "fail":
                 raise TuneloopError(f"export refused: {main} {g['exported'][main]:.4f} exported against "
                                     f"{g['pytorch'][main]:.4f} in PyTorch, a drop of {g['drop_points']:.2f} points "
