@@ -109,7 +109,7 @@ def test_pairs_as_lists_train_on_both_texts(tiny_model, tmp_path):
     result = tuneloop.train(**fast_options(tiny_model, epochs=1), train=(rows, labels), validation=(rows, labels),
                             output_dir=str(tmp_path / "run"))
     assert result.classifier.text_columns == ["text", "text_pair"]      # both texts read, not the first alone
-    with pytest.raises(TuneloopError, match="give \\[first, second\\] pairs"):
+    with pytest.raises(TuneloopError, match="give a list of \\[first, second\\] pairs"):
         result.classifier.predict("the cat")
 
 
