@@ -20,6 +20,10 @@ SAVED_PREFIX = "base_model.model."
 # families peft has no default for: their attention's query and value projections
 TARGETS = {"distilbert": ["q_lin", "v_lin"], "albert": ["query", "value"], "mpnet": ["q", "v"],
            "modernbert": ["Wqkv"]}
+# the names attention layers give their query and value projections (or a fused one), for the families neither
+# peft nor TARGETS knows (CamemBERT, Data2Vec, Gemma 3, Ministral, GLM, ...): the first pair a model has all of
+PROJECTIONS = (("q_proj", "v_proj"), ("query", "value"), ("q_lin", "v_lin"), ("q", "v"), ("Wqkv",), ("c_attn",),
+               ("query_key_value",), ("qkv_proj",))
 
 
 def is_adapter_folder(folder) -> bool:
@@ -50,7 +54,7 @@ def add_adapters(model, config, missing_keys: list[str]):
     from peft import LoraConfig, TaskType, get_peft_model
 
     kind = model.config.model_type
-    targets = config.lora_target_modules or TARGETS.get(kind)
+    targets = config.lora_target_modules or default_targets(model, kind)
     saved = new_modules(missing_keys, model)
     if config.lora_target_modules:
         _check_targets(model, config.lora_target_modules, kind, saved)
@@ -58,13 +62,36 @@ def add_adapters(model, config, missing_keys: list[str]):
         model.name_or_path = recorded_model(model.name_or_path)
     lora = LoraConfig(task_type=TaskType.SEQ_CLS, r=config.lora_r, lora_alpha=config.lora_alpha,
                       lora_dropout=config.lora_dropout, target_modules=targets,
-                      modules_to_save=saved or None)
+                      modules_to_save=saved or None, fan_in_fan_out=_transposed(model, targets, kind))
     try:
         return get_peft_model(model, lora)
     except ValueError as e:
         first = str(e).strip().splitlines()[0][:200]
+        layers = ", ".join(sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if _adaptable(m)}))
         raise ConfigError(f"--lora: {first}; name the modules to adapt with --lora-target-modules A,B "
-                          f"(e.g. the attention's query and value projections of {kind})") from None
+                          f"(e.g. the attention's query and value projections of {kind}; its Linear layers are "
+                          f"named {layers})") from None
+
+
+def default_targets(model, kind: str) -> list[str] | None:
+    """The modules --lora adapts without --lora-target-modules: TARGETS' for its family, None where peft has its
+    own default, else the first of PROJECTIONS the model has (None when it has none: peft then refuses)."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    if kind in TARGETS or kind in DEFAULTS:
+        return TARGETS.get(kind)
+    leaves = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if _adaptable(m)}
+    return next((list(names) for names in PROJECTIONS if set(names) <= leaves), None)
+
+
+def _transposed(model, targets: list[str] | None, kind: str) -> bool:
+    """Whether the modules LoRA adapts store their weight transposed (GPT-2's Conv1D): peft's `fan_in_fan_out`,
+    which peft otherwise corrects itself with a UserWarning on every --lora run of such a model."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    names = targets or DEFAULTS.get(kind) or []
+    adapted = [m for n, m in model.named_modules() if any(n == t or n.endswith("." + t) for t in names)]
+    return bool(adapted) and all(type(m).__name__ == "Conv1D" for m in adapted)
 
 
 # the heads peft's sequence classification trains and saves in full whatever modules_to_save names
@@ -76,15 +103,13 @@ def _check_targets(model, targets: list[str], kind: str, saved: list[str]) -> No
     last parts): peft adapts the ones that match and ignores the rest without a word (query,valeu: query only). A
     name that matches only modules inside the head or the other new modules (`saved`) is refused too: those are
     trained and saved in full, and peft would find nothing to adapt."""
-    import torch
-
     names = [name for name, _ in model.named_modules()]
     matches = {t: [n for n in names if n == t or n.endswith("." + t)] for t in targets}
     unmatched = [t for t in targets if not matches[t]]
     full = [*saved, *(h for h in HEADS if h in names)]
     head = [t for t in targets if matches[t] and all(any(n == s or n.startswith(s + ".") for s in full)
                                                        for n in matches[t])]
-    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)
+    linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if _adaptable(m)
                      and not any(n == s or n.startswith(s + ".") for s in full)})
     if unmatched:
         raise ConfigError(f"--lora-target-modules: {', '.join(unmatched)} names no module of this {kind} model; its "
@@ -93,6 +118,13 @@ def _check_targets(model, targets: list[str], kind: str, saved: list[str]) -> No
         raise ConfigError(f"--lora-target-modules: {', '.join(head)} {'is' if len(head) == 1 else 'are'} in the "
                           f"model's head ({', '.join(dict.fromkeys(full))}), which --lora trains and saves in full "
                           f"anyway; name modules of the body to adapt (its Linear layers: {', '.join(linear)})")
+
+
+def _adaptable(module) -> bool:
+    """A layer LoRA adapts: an nn.Linear, or GPT-2's Conv1D (a Linear that stores its weight transposed)."""
+    import torch
+
+    return isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D"
 
 
 def saved_keys(folder) -> list[str]:

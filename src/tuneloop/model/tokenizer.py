@@ -26,7 +26,7 @@ def check_tokenizer_files(name: str, path: str) -> None:
 
 
 def load_tokenizer(name: str):
-    """The model's tokenizer, checked and able to pad."""
+    """The model's tokenizer, checked and able to pad, on the right (`pad_right`)."""
     from transformers import AutoTokenizer
 
     path = resolve_model(name)
@@ -37,7 +37,39 @@ def load_tokenizer(name: str):
         raise load_error(name, "tokenizer", e) from None
     ensure_pad_token(tokenizer, name)
     ensure_pair_separator(tokenizer)
+    pad_right(tokenizer)
+    fit_to_model(tokenizer, path, name)
     return tokenizer
+
+
+def fit_to_model(tokenizer, path: str, name: str) -> None:
+    """The tokenizer against the model's config, read before any weights (a model folder loaded to predict is
+    checked here, before its first batch): more tokens than the config's vocabulary stop as `check_vocabulary`
+    does at training (an id past the embeddings fails inside the model at the first text that has it). A model
+    with a single token type (type_vocab_size 1: trained without segment ids) under a tokenizer that gives a pair's
+    second text type 1 (BERT's) would fail at the first pair: the tokenizer then gives no token_type_ids (the model
+    reads type 0 throughout)."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(path)
+    except (OSError, ValueError):
+        return
+    size = getattr(config, "vocab_size", None)
+    if isinstance(size, int) and len(tokenizer) > size:
+        raise TuneloopError(vocabulary_error(name, len(tokenizer), size))
+    if getattr(config, "type_vocab_size", None) == 1 and "token_type_ids" in tokenizer.model_input_names:
+        tokenizer.model_input_names = [n for n in tokenizer.model_input_names if n != "token_type_ids"]
+
+
+def pad_right(tokenizer) -> None:
+    """Pad batches on the right, whatever side the tokenizer was saved with (decoders often ship `left`, for
+    generation): a model that numbers positions from the first column (BERT's and GPT-2's absolute embeddings)
+    would read a left-padded row's tokens at shifted positions, so its prediction would depend on the longest row
+    of its batch. Right padding keeps every row's tokens at the positions they have alone, in every family, and a
+    decoder's head still pools the last token that is not a pad. Saved with the tokenizer."""
+    if getattr(tokenizer, "padding_side", "right") != "right":
+        tokenizer.padding_side = "right"
 
 
 def ensure_pair_separator(tokenizer) -> str | None:
@@ -103,6 +135,9 @@ def check_vocabulary(tokenizer, model, name: str) -> None:
     embeddings = model.get_input_embeddings()
     size = getattr(embeddings, "num_embeddings", None)
     if size is not None and len(tokenizer) > size:
-        raise TuneloopError(f"--model {name}: the tokenizer has {len(tokenizer)} tokens but the model's embeddings "
-                            f"only {size}; the tokenizer does not belong to this model (or resize the embeddings "
-                            "after adding tokens)")
+        raise TuneloopError(vocabulary_error(name, len(tokenizer), size))
+
+
+def vocabulary_error(name: str, tokens: int, size: int) -> str:
+    return (f"--model {name}: the tokenizer has {tokens} tokens but the model's embeddings only {size}; the "
+            "tokenizer does not belong to this model (or resize the embeddings after adding tokens)")
