@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -42,9 +43,7 @@ def _resolved(caller: str, config, data: tuple, options: dict, machine: bool = T
     from .exceptions import ConfigError
 
     train, validation, test = data
-    if not (config is None or isinstance(config, (TrainConfig, str, os.PathLike))):
-        raise ConfigError(f"{caller}: the first argument is a TrainConfig or a YAML file, got "
-                          f"{type(config).__name__}; pass data as train=... (e.g. train=df)")
+    _check_config(caller, config)
     for name, keyword in (("train_file", "train"), ("validation_file", "validation"), ("test_file", "test")):
         given = options.get(name)                # train_file=df: the data, as train= would take it
         if given is not None and not isinstance(given, (str, os.PathLike)):
@@ -80,6 +79,7 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     unless `text_columns=`/`label_column=` name them; a split given both ways is refused). With `seeds`, `num_seeds`
     or `folds`: one run per seed or fold, and the summary (summary.json's contents) instead. `on_step(state)` is
     called after every optimizer step."""
+    _check_on_step("tuneloop.train", on_step)
     resolved = _resolved("tuneloop.train", config, (train, validation, test), options)
     return TrainResult(_launched(resolved, on_step), resolved.output_dir)
 
@@ -91,9 +91,22 @@ def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: C
     `validation_file=`; `model=` and `student_layers=` make the student; every `train` option applies to it.
     Returns results.json's contents (a TrainResult) with `distillation`: teacher vs student on validation."""
     from .config.resolve import resolve_config
+    from .exceptions import ConfigError
     from .experiments.distill import distill as run_distill
     from .experiments.distill import saved_options
 
+    _check_on_step("tuneloop.distill", on_step)
+    _check_config("tuneloop.distill", config, "unlabeled_file=PATH")
+    for name in ("train", "validation", "test"):      # "unknown option 'train'", or a DataFrame's truth value, had
+        if name in options:                           # said it
+            raise ConfigError(f"tuneloop.distill: takes no {name}=; give that data as a file, {name}_file=PATH")
+    if options.get("teacher") is not None and not isinstance(options["teacher"], (str, os.PathLike)):
+        raise ConfigError(f"tuneloop.distill: teacher= takes a model or run folder (or a file of soft labels), got "
+                          f"{type(options['teacher']).__name__}")
+    for name in ("unlabeled_file", "train_file", "validation_file", "test_file"):
+        if options.get(name) is not None and not isinstance(options[name], (str, os.PathLike)):
+            raise ConfigError(f"tuneloop.distill: {name}= takes a path, got {type(options[name]).__name__}; write "
+                              "the data to a file first (e.g. df.to_csv(\"data.csv\", index=False))")
     options = {**saved_options(options), **options}     # --resume: the distillation's options, not the student's
     if isinstance(config, (str, os.PathLike)):
         resolved = resolve_config(config_file=str(config), **options)
@@ -114,6 +127,14 @@ def notebook_train(config: TrainConfig | str | os.PathLike | None = None, num_pr
     from .layout import RESULTS_FILE, SUMMARY_FILE
     from .training.notebook import notebook_train as launch
 
+    if "on_step" in options:              # not a TrainConfig option: "unknown option 'on_step'" misled
+        raise ConfigError("tuneloop.notebook_train: on_step= is not taken (the run goes on in the launched "
+                          "processes); for a callback per step use tuneloop.train(..., on_step=...)")
+    if num_processes is not None:        # 0 ran in the kernel unsaid; "2" failed deep in accelerate
+        if isinstance(num_processes, bool) or not isinstance(num_processes, numbers.Integral) or num_processes < 1:
+            raise ConfigError(f"tuneloop.notebook_train: num_processes is a whole number of processes, 1 or more "
+                              f"(or left out), got {num_processes!r}")
+        num_processes = int(num_processes)
     # resolved here, so that we know where the processes put their results; `auto` precision and attention are left
     # to the workers: this process must not touch CUDA before notebook_launcher forks them
     if mixed_precision is not None:          # the run's precision, not only the launcher's environment (the run's
@@ -124,6 +145,23 @@ def notebook_train(config: TrainConfig | str | os.PathLike | None = None, num_pr
                           "tuneloop.train(..., dry_run=True)")
     written = SUMMARY_FILE if is_experiment(resolved) else RESULTS_FILE
     return TrainResult(launch(resolved, _launched, written, num_processes, mixed_precision), resolved.output_dir)
+
+
+def _check_config(caller: str, config, data: str = "train=... (e.g. train=df)") -> None:
+    if not (config is None or isinstance(config, (TrainConfig, str, os.PathLike))):
+        from .exceptions import ConfigError
+
+        raise ConfigError(f"{caller}: the first argument is a TrainConfig or a YAML file, got "
+                          f"{type(config).__name__}; pass data as {data}")
+
+
+def _check_on_step(caller: str, on_step) -> None:
+    """`on_step` refused before the run is set up (a non-function failed at the first step, deep in the loop)."""
+    if on_step is not None and not callable(on_step):
+        from .exceptions import ConfigError
+
+        raise ConfigError(f"{caller}: on_step is a function called with the training state after every optimizer "
+                          f"step, got {type(on_step).__name__}")
 
 
 def _launched(config: TrainConfig, on_step: Callable | None = None) -> dict:

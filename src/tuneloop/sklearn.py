@@ -177,6 +177,9 @@ class _TuneloopEstimator(BaseEstimator):
 
         params = {name: getattr(self, name) for name in ("model", "epochs", "lr", "batch_size", "max_length", "seed",
                                                           "weight_decay", "warmup_ratio", "quiet", "report")}
+        if self.options is not None and not isinstance(self.options, dict):
+            raise ConfigError(f"options: a dict of TrainConfig options (e.g. {{'calibrate': 'none'}}), got "
+                              f"{type(self.options).__name__}")
         extra = dict(self.options or {})
         for key in extra:
             if key in params:
@@ -196,7 +199,7 @@ class _TuneloopEstimator(BaseEstimator):
         counts as fitted: an error there leaves it as it was)."""
         from tuneloop.api import train
         from tuneloop.data.memory import PAIR_COLUMNS, fit_table, in_fit_words
-        from tuneloop.exceptions import DataError
+        from tuneloop.exceptions import ConfigError, DataError
 
         data = (as_texts(X), as_targets(y))
         check_fit_data(*data)
@@ -221,6 +224,10 @@ class _TuneloopEstimator(BaseEstimator):
                 result = train(train=tables[0][0], validation=tables[1][0] if held_out else None, output_dir=folder,
                                label_column="label", text_columns=list(PAIR_COLUMNS if pairs else PAIR_COLUMNS[:1]),
                                **options)
+            except ConfigError as e:            # only options= can hold an unknown one: said as its
+                if not str(e).startswith("unknown option"):
+                    raise
+                raise ConfigError(f"options: {e}") from None
             except DataError as e:
                 said = str(e)
                 for table, names in tables:

@@ -134,6 +134,8 @@ class Classifier(contextlib.AbstractContextManager):
         from ..runtime import machine
         from . import routes
 
+        if not isinstance(path, (str, os.PathLike)):          # load(None): a TypeError from deep in pathlib
+            raise TuneloopError(f"path: a model or run folder (a str or a Path), got {type(path).__name__}")
         if precision not in PRECISIONS:
             raise TuneloopError(f"precision: one of {', '.join(PRECISIONS)}, got {precision!r}")
         from ..runtime.process import library_output
@@ -254,7 +256,7 @@ class Classifier(contextlib.AbstractContextManager):
         are the model's own, its only one(s), or `text_columns`."""
         from .frames import as_frame, frame_items, is_frame
 
-        if is_frame(texts):
+        if is_frame(texts, text_columns):
             items = frame_items(texts, self.text_columns, self.pair, text_columns)
             return as_frame(self.table_rows(range(len(items)), self.logits(items), raw=raw), texts.index)
         items, single = self.items(texts)
@@ -266,7 +268,7 @@ class Classifier(contextlib.AbstractContextManager):
         columns as `predict` finds them (`text_columns` names them)."""
         from .frames import frame_items, is_frame
 
-        items = frame_items(texts, self.text_columns, self.pair, text_columns) if is_frame(texts) \
+        items = frame_items(texts, self.text_columns, self.pair, text_columns) if is_frame(texts, text_columns) \
             else self.items(texts)[0]
         logits = self.logits(items)
         rule = self.decision_rule(raw)

@@ -9,8 +9,13 @@ from ..exceptions import DataError, TuneloopError
 from .inputs import Framed, as_text, checked
 
 
-def is_frame(data) -> bool:
-    return type(data).__name__ in ("DataFrame", "Series") and hasattr(data, "index")
+def is_frame(data, text_columns=None) -> bool:
+    """Whether `data` is a pandas DataFrame or Series; `text_columns` (which only a frame has) refused otherwise."""
+    frame = type(data).__name__ in ("DataFrame", "Series") and hasattr(data, "index")
+    if text_columns is not None and not frame:          # had been ignored without a word
+        raise TuneloopError(f"text_columns: names columns of a pandas DataFrame; the texts given ("
+                            f"{type(data).__name__}) have none: leave text_columns out")
+    return frame
 
 
 def text_columns_of(frame, recorded: list[str], pair: bool | None, given=None) -> list[str]:
@@ -48,7 +53,14 @@ def frame_items(frame, recorded: list[str], pair: bool | None, given=None) -> li
     an error naming its row and column."""
     hint = "; the texts look like the DataFrame's index: pass frame.reset_index(names=\"text\")"
     kind = type(frame).__name__
-    if kind == "Series":
+    if kind == "Series" and pair is not False and len(frame) and all(
+            isinstance(v, (tuple, list)) and len(v) == 2 for v in frame.tolist()):     # a Series of (first, second)
+        import pandas as pd
+
+        frame = pd.DataFrame(frame.tolist(), index=frame.index,
+                             columns=recorded if len(recorded) == 2 else ["first", "second"])
+        given = None
+    elif kind == "Series":
         frame = frame.to_frame(name=str(frame.name) if frame.name is not None else "text")
         hint = "; the texts look like the Series' index: pass series.index"
     columns = text_columns_of(frame, recorded, pair, given)

@@ -89,6 +89,8 @@ def checked(rows: list[tuple], pair: bool | None, text_columns=(), names=LISTED)
 def items_of(texts, pair: bool | None, text_columns=()) -> tuple[list[Item], bool]:
     """(checked rows, whether one input was given rather than a list) for a text, a (first, second) pair, or a list
     (any iterable but a mapping) of texts and [first, second] pairs — from Python or a JSON body alike."""
+    if getattr(texts, "ndim", None) == 0 and hasattr(texts, "item"):     # np.array("a text"): its one text
+        texts = texts.item()
     texts = decoded(texts)                                  # b"text", as training reads it (data/memory.py)
     if isinstance(texts, str):
         return checked([(texts,)], pair, text_columns), True
