@@ -111,3 +111,31 @@ def test_text_columns_for_texts_that_have_no_columns_is_said(tiny_model):
             clf.predict_proba(texts, text_columns=["review"])
     frame = pd.DataFrame({"review": ["a good film"], "other": ["x"]})
     assert clf.predict(frame, text_columns=["review"])["label"].tolist() == [clf.predict("a good film")["label"]]
+
+
+def test_train_and_predict_leave_the_warnings_filters_and_the_environment_as_they_were(tiny_model, tmp_path):
+    """The first call's imports added warnings filters (accelerate hid torch.optim.lr_scheduler's UserWarnings in
+    the caller's own code; torch, numpy) and set TORCHINDUCTOR_CACHE_DIR and scikit-learn's KMP_* for good. In a
+    fresh process, as a user's first call is."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import fast_options
+
+    options = fast_options(tiny_model, epochs=1)
+    script = textwrap.dedent(f"""
+        import os, warnings
+        environ, filters = dict(os.environ), list(warnings.filters)
+        import tuneloop
+        rows = (["the cat alpha", "the dog beta"] * 8, ["yes", "no"] * 8)
+        tuneloop.train(train=rows, validation=rows, output_dir={str(tmp_path / "run")!r}, **{options!r})
+        tuneloop.load({str(tmp_path / "run")!r}).predict(["the cat"])
+        changed = sorted(set(os.environ) ^ set(environ) | {{k for k in environ if os.environ.get(k) != environ[k]}})
+        print("ENV", changed)
+        print("FILTERS", [f for f in warnings.filters if f not in filters])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ENV []" in done.stdout and "FILTERS []" in done.stdout, done.stdout

@@ -79,9 +79,12 @@ def train(config: TrainConfig | str | os.PathLike | None = None, *, train=None, 
     unless `text_columns=`/`label_column=` name them; a split given both ways is refused). With `seeds`, `num_seeds`
     or `folds`: one run per seed or fold, and the summary (summary.json's contents) instead. `on_step(state)` is
     called after every optimizer step."""
+    from .runtime.kept import imports_kept
+
     _check_on_step("tuneloop.train", on_step)
-    resolved = _resolved("tuneloop.train", config, (train, validation, test), options)
-    return TrainResult(_launched(resolved, on_step), resolved.output_dir)
+    with imports_kept():                 # what the libraries' first import sets: the caller's process as it was
+        resolved = _resolved("tuneloop.train", config, (train, validation, test), options)
+        return TrainResult(_launched(resolved, on_step), resolved.output_dir)
 
 
 def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: Callable | None = None,
@@ -107,12 +110,15 @@ def distill(config: TrainConfig | str | os.PathLike | None = None, *, on_step: C
         if options.get(name) is not None and not isinstance(options[name], (str, os.PathLike)):
             raise ConfigError(f"tuneloop.distill: {name}= takes a path, got {type(options[name]).__name__}; write "
                               "the data to a file first (e.g. df.to_csv(\"data.csv\", index=False))")
-    options = {**saved_options(options), **options}     # --resume: the distillation's options, not the student's
-    if isinstance(config, (str, os.PathLike)):
-        resolved = resolve_config(config_file=str(config), **options)
-    else:
-        resolved = resolve_config(config, **options)
-    results = run_distill(resolved, on_step)
+    from .runtime.kept import imports_kept
+
+    with imports_kept():                 # what the libraries' first import sets: the caller's process as it was
+        options = {**saved_options(options), **options}     # --resume: the distillation's, not the student's
+        if isinstance(config, (str, os.PathLike)):
+            resolved = resolve_config(config_file=str(config), **options)
+        else:
+            resolved = resolve_config(config, **options)
+        results = run_distill(resolved, on_step)
     return TrainResult(results, resolved.output_dir)
 
 

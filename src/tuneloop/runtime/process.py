@@ -10,11 +10,13 @@ import logging
 import os
 import random
 import sys
+import warnings
 
 import numpy as np
 import torch
 
 from . import folder_lock, machine, speed
+from .kept import environment_kept
 from .machine import interactive
 
 log = logging.getLogger("tuneloop")
@@ -27,19 +29,22 @@ def library_output(quiet: bool, data: bool = True):
     """transformers and datasets at error level and without weight-loading bars; `quiet`, or a stderr that is
     not a terminal, also hides the tokenization bars. Tokenizers keep their parallelism (and do not warn when a
     DataLoader forks). `data=False` (loading or using a model, no data set read): datasets is neither imported
-    nor touched."""
+    nor touched. What the libraries set on their first import is given back too: the warnings filters
+    (accelerate's, sympy's) and environment variables (torch's TORCHINDUCTOR_CACHE_DIR, scikit-learn's KMP_*)."""
     import transformers
 
     t_logging = transformers.logging
     before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(),
               {n: logging.getLogger(n).level for n in _CHATTY}, os.environ.get("TOKENIZERS_PARALLELISM"))
+    environ = dict(os.environ)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
     t_logging.set_verbosity_error()
     t_logging.disable_progress_bar()
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.ERROR)
     try:
-        with (datasets_output(quiet) if data else contextlib.nullcontext()):
+        with warnings.catch_warnings(), environment_kept(environ), \
+                (datasets_output(quiet) if data else contextlib.nullcontext()):
             yield
     finally:
         t_verbosity, t_bars, levels, parallelism = before
