@@ -183,6 +183,9 @@ def _launched(config: TrainConfig, on_step: Callable | None = None) -> dict:
 def load(path: str | os.PathLike, *, cpu: bool = False, precision: str = "fp32") -> "Classifier":
     """A trained model as a `Classifier`: a tuneloop model folder (RUN/model), a run folder, a plain transformers
     folder, or a folder `tuneloop export` wrote. `predict`, `predict_proba` and `evaluate` use it; it loads once."""
-    from .predict.classifier import Classifier
+    from .runtime.kept import imports_kept
 
-    return Classifier.load(path, cpu=cpu, precision=precision)
+    with imports_kept():                 # torch's first import (the classifier's) sets warnings filters: given back
+        from .predict.classifier import Classifier
+
+        return Classifier.load(path, cpu=cpu, precision=precision)
