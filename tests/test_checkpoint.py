@@ -226,7 +226,9 @@ def test_early_stopping(tiny_model, tmp_path):
     assert results["train"]["steps"] == results["best"]["step"] + 2 * 3
 
 
-def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
+def poison_classifier(monkeypatch, at_calls: tuple[int, ...]) -> None:
+    """Every model a run loads gives NaN outputs at these training forward passes (counted from 1): a loss that
+    becomes non-finite there."""
     from tuneloop.training import setup_steps as setup
 
     real_load = setup.load_starting_model
@@ -238,12 +240,16 @@ def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monk
 
         def hook(module, inputs, output):
             calls["n"] += 1
-            return output * float("nan") if calls["n"] in (3, 4) and module.training else output
+            return output * float("nan") if calls["n"] in at_calls and module.training else output
 
         model.classifier.register_forward_hook(hook)
         return loaded
 
     monkeypatch.setattr(setup, "load_starting_model", poisoned_load)
+
+
+def test_nonfinite_loss_stops_or_is_skipped(tiny_model, data_dir, tmp_path, monkeypatch):
+    poison_classifier(monkeypatch, (3, 4))
     with pytest.raises(TuneloopError, match=r"loss became nan .*--skip-nonfinite-batches"):
         tuneloop.train(TrainConfig(**options(tiny_model, data_dir, tmp_path / "a", max_steps=10, save_every=None)))
     with pytest.raises(TuneloopError, match=r"loss became nan by step 4"):   # a run shorter than --log-every: the

@@ -3,9 +3,8 @@ what the cross-validation scores, and what results.json says about it."""
 
 from __future__ import annotations
 
-import random
-
-from conftest import fast_options, sentence
+from conftest import fast_options
+from test_probe_auto import opinion_rows
 
 import tuneloop
 
@@ -15,14 +14,7 @@ OPINIONS = {"good": ["good", "great"], "bad": ["bad", "awful"]}      # words the
 def write_opinions(path, n: int, seed: int) -> str:
     import pandas as pd
 
-    rng = random.Random(seed)
-    texts, labels = [], []
-    for i in range(n):
-        label = ("good", "bad")[i % 2]
-        words = sentence(rng).split()
-        words.insert(rng.randint(0, len(words)), rng.choice(OPINIONS[label]))
-        texts.append(" ".join(words))
-        labels.append(label)
+    texts, labels = opinion_rows(n, seed, OPINIONS)
     pd.DataFrame({"text": texts, "label": labels}).to_csv(path, index=False)
     return str(path)
 

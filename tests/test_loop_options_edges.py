@@ -152,26 +152,12 @@ def test_no_checkpoint_is_saved_of_weights_a_nonfinite_loss_made(tiny_model, mrp
     # the loss is read every --log-every (10) steps; --save-every 5 saved step 5's NaN weights first, and the error
     # then said "checkpoints already saved are intact" while --resume would continue from them
     import torch
+    from test_checkpoint import poison_classifier
 
     from tuneloop import TuneloopError
-    from tuneloop.training import setup_steps as setup
     from tuneloop.training.checkpoint import list_checkpoints
 
-    real_load = setup.load_starting_model
-
-    def poisoned_load(*args, **kwargs):
-        loaded = real_load(*args, **kwargs)
-        model = loaded[0] if isinstance(loaded, tuple) else loaded
-        calls = {"n": 0}
-
-        def hook(module, inputs, output):
-            calls["n"] += 1
-            return output * float("nan") if calls["n"] == 3 and module.training else output
-
-        model.classifier.register_forward_hook(hook)
-        return loaded
-
-    monkeypatch.setattr(setup, "load_starting_model", poisoned_load)
+    poison_classifier(monkeypatch, (3,))
     good = tmp_path / "good"
     with pytest.raises(TuneloopError, match=r"loss became nan by step 5"):
         tuneloop.train(TrainConfig(task="mrpc", data_dir=str(mrpc_dir), output_dir=str(good), max_steps=12,

@@ -17,14 +17,14 @@ from tuneloop.training import choose, head_fit
 WORDS = {"good": ["great", "lovely", "superb"], "bad": ["awful", "dull", "poor"]}
 
 
-def opinion_rows(n: int, seed: int) -> tuple[list[str], list[str]]:
-    """A toy sentiment task: filler words with one opinion word in them."""
+def opinion_rows(n: int, seed: int, words_of: dict = WORDS) -> tuple[list[str], list[str]]:
+    """A toy sentiment task: filler words with one opinion word in them (`words_of`: each label's)."""
     rng = random.Random(seed)
     texts, labels = [], []
     for i in range(n):
         label = ("good", "bad")[i % 2]
         words = sentence(rng).split()
-        words.insert(rng.randint(0, len(words)), rng.choice(WORDS[label]))
+        words.insert(rng.randint(0, len(words)), rng.choice(words_of[label]))
         texts.append(" ".join(words))
         labels.append(label)
     return texts, labels
