@@ -89,7 +89,8 @@ class _Facts:
 
     @property
     def precision(self) -> Any:
-        return self.train.get("mixed_precision") or self.config.get("mixed_precision")
+        """The precision training ran in (train.precision: bf16 asked on a CPU without bf16 units runs fp32)."""
+        return self.train.get("precision") or self.train.get("mixed_precision") or self.config.get("mixed_precision")
 
 
 def _gather(model_dir: Path, results: dict, config: dict, metadata: dict) -> _Facts:
@@ -211,8 +212,10 @@ def _warmup_text(config: dict) -> str:
             f"{config['warmup_ratio']:.0%} of the steps (warmup_ratio {config['warmup_ratio']:g})")
 
 
-def _epochs_text(train: dict, config: dict) -> str:
+def _epochs_text(train: dict, config: dict, stopped_early: bool = False) -> str:
     epochs = f"{fmt(train.get('epochs', config.get('epochs')))}"
+    if stopped_early and config.get("epochs") is not None:    # the schedule was laid out over --epochs
+        epochs += f" of {fmt(config['epochs'])}, stopped early"
     if train.get("steps") is not None:
         epochs += f" ({train['steps']} optimizer steps)"
     if config.get("max_steps"):
@@ -236,7 +239,8 @@ def _hyperparameters_section(f: _Facts) -> list[str]:
     stage = f.results.get("setfit")
     hyper = setfit_stage_rows(stage) if stage else []
     if not stage_only(f.results):
-        hyper += [("epochs", _epochs_text(train, config)), ("batch size per device", fmt(config.get("batch_size"))),
+        hyper += [("epochs", _epochs_text(train, config, bool(f.results.get("stopped_early")))),
+                  ("batch size per device", fmt(config.get("batch_size"))),
                   ("global batch size", _global_batch_text(train, config)),
                   ("learning rate (AdamW, peak)", fmt(config.get("lr"))),
                   ("schedule", fmt(config.get("lr_scheduler"))), ("warmup", _warmup_text(config)),
@@ -321,10 +325,11 @@ def _usage_section(f: _Facts) -> list[str]:
     column_hint = " and ".join(_code(c) for c in f.text_columns) if f.text_columns else "the model's text column(s)"
     texts = '"The cat sat on the mat." "A cat was sitting on the mat."' if f.pair else '"This was a pleasure to read."'
     rule = f.metadata.get("decision")
-    rule_note = (" A plain pipeline does not apply it: it gives the raw softmax/sigmoid scores." if rule else "")
+    ours_intro = ("With tuneloop, in Python (the model's saved decision rule — calibration, thresholds, abstaining "
+                  "— applied): A plain pipeline does not apply it: it gives the raw softmax/sigmoid scores." if rule
+                  else "With tuneloop, in Python:")        # regression saves no rule: nothing to apply
     return ["## How to use", "", "`MODEL` below is this folder's path (or its Hub id once uploaded).", "",
-            "With tuneloop, in Python (the model's saved decision rule — calibration, thresholds, abstaining — "
-            "applied):" + rule_note, "", "```python", "import tuneloop", "",
+            ours_intro, "", "```python", "import tuneloop", "",
             'classifier = tuneloop.load("MODEL")', f"print(classifier.predict({ours}))", "```", "",
             "With 🤗 Transformers alone (" + what + "):", "", "```python",
             "from transformers import pipeline", "",

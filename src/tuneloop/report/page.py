@@ -100,7 +100,8 @@ def _device(run: Run) -> str:
         parts.append("CPU (--cpu)")
     if train.get("num_processes") is not None:
         parts.append(f"{train['num_processes']} process(es)")
-    precision = train.get("mixed_precision") or (run.config or {}).get("mixed_precision")
+    # train.precision: what ran (bf16 asked on a CPU without bf16 units runs fp32), mixed_precision what was asked
+    precision = train.get("precision") or train.get("mixed_precision") or (run.config or {}).get("mixed_precision")
     if precision:
         parts.append(f"precision {'fp32' if precision == 'no' else precision}")
     return ", ".join(parts) or "—"

@@ -36,6 +36,22 @@ def _dots(summary: dict) -> Plot:
     return plot
 
 
+def _collapsed_scored_higher(summary: dict) -> bool:
+    """Whether a counted run that collapsed scores above the kept one (experiments/runs.py keeps the best of the runs
+    that did not collapse): then the kept model is not simply the best on validation."""
+    from ..tasks import signed_score
+
+    metric, main = summary["metric_for_best"], summary["main_metric"]
+
+    def score(run: dict) -> float:
+        value = run["eval"].get(metric, run["eval"].get(main))
+        return signed_score(metric, value) if isinstance(value, (int, float)) else float("-inf")
+
+    kept = next((r for r in summary["runs"] if r["name"] == summary["kept"]), None)
+    return kept is not None and any(r["collapsed"] and "replaced_by" not in r and score(r) > score(kept)
+                                    for r in summary["runs"])
+
+
 def write_summary_page(out: Path, summary: dict) -> Path:
     kind = "seeds" if summary["kind"] == "seeds" else "folds"
     parts = [f"<h1>tuneloop experiment: {len(summary['runs'])} runs over {kind}</h1>",
@@ -57,7 +73,9 @@ def write_summary_page(out: Path, summary: dict) -> Path:
                                        for r in summary["runs"]], header=("run", *metrics, "", "replaced by",
                                                                           "warnings"))]
     metric = _esc(summary["metric_for_best"])
-    why = (f"best {metric} on validation" if not summary.get("best_run") else   # the best run's model was removed
+    best = f"best {metric} on validation" + (" of the runs that did not collapse" if _collapsed_scored_higher(summary)
+                                             else "")
+    why = (best if not summary.get("best_run") else   # the best run's model was removed
            f"the best {metric} on validation of the runs that still have a model: {_esc(summary['best_run'])} "
            "scores best, but an earlier pass's --keep best removed its model")
     parts.append(f"<p>Kept as <code>model/</code>: <b>{_esc(summary['kept'])}</b> ({why}; --keep "
