@@ -225,6 +225,10 @@ def test_ctrl_c_in_the_stage_ends_it_after_the_step_with_nothing_to_resume(tiny_
     said = (out / "train.log").read_text()                 # the first stop's line: it said "to save a checkpoint"
     assert "stopping after this pair step (the SetFit stage saves no checkpoint" in said, said
     assert "to save a checkpoint" not in said
+    with pytest.raises(tuneloop.TuneloopError, match=r"--method setfit with its logistic head saves none .*"
+                                                     r"again with --overwrite"):   # was: "save them with --save-every"
+        tuneloop.train(**fast_options(tiny_model, **SETFIT), train=train, validation=dev, output_dir=str(out),
+                       resume="latest")
 
 
 def test_the_model_is_the_logistic_regression_and_a_plain_model(setfit_run, tmp_path):

@@ -129,10 +129,15 @@ def check_same_data(path: Path, saved: dict, steps_per_epoch: int, train_rows: i
                             "data, or start a new run")
 
 
-def _candidates(output_dir: Path, which: str) -> list[Path]:
+def _candidates(output_dir: Path, which: str, config: dict | None = None) -> list[Path]:
     """The checkpoints --resume may use, newest first (or the one it names)."""
     if which in ("latest", "true"):
         candidates = list_checkpoints(output_dir)
+        if not candidates and (config or {}).get("method") in ("setfit", "probe") and \
+                (config or {}).get("setfit_head", "logistic") == "logistic":      # no loop: no checkpoint, ever
+            raise TuneloopError(f"--resume: {output_dir} has no checkpoint, and --method {config['method']} with "
+                                "its logistic head saves none (it trains no loop); run the same command again with "
+                                "--overwrite")
         if not candidates:
             raise TuneloopError(f"--resume: {output_dir} has no complete checkpoint to resume from (save them with "
                                 "--save-every N or --save-every epoch)")
@@ -166,7 +171,8 @@ def _readable(candidates: list[Path], current_config: dict, num_processes: int, 
 def check_resumable(output_dir: Path, which: str, current_config: dict, num_processes: int) -> None:
     """Refuse a resume that cannot work before anything is read or written (reads only)."""
     damaged: list[str] = []
-    for _ in _readable(_candidates(output_dir, which), current_config, num_processes, damaged.append):
+    for _ in _readable(_candidates(output_dir, which, current_config), current_config, num_processes,
+                       damaged.append):
         return
     raise TuneloopError(f"--resume: no loadable checkpoint in {output_dir / CHECKPOINTS_DIR}"
                         + (f" ({damaged[0].removesuffix('; trying the previous one')})" if damaged else ""))
@@ -176,7 +182,7 @@ def load_checkpoint(accelerator, output_dir: Path, which: str, current_config: d
                     warn) -> tuple[Path, dict]:
     """Restore the newest loadable checkpoint (or the one named) into the prepared objects; falls back past
     damaged ones with a warning."""
-    candidates = _candidates(output_dir, which)
+    candidates = _candidates(output_dir, which, current_config)
     for path, state in _readable(candidates, current_config, num_processes, warn):
         try:
             accelerator.load_state(str(path))
