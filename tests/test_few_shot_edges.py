@@ -67,8 +67,8 @@ def test_windows_of_one_text_are_held_out_together(tiny_model, tmp_path, monkeyp
 
     monkeypatch.setattr(choose, "head_correct", spy)
     captured = {}
-    texts_of = choose.texts_of
-    monkeypatch.setattr(choose, "texts_of", lambda rows: captured.setdefault("docs", texts_of(rows)))
+    texts_of = choose.contrastive.texts_of
+    monkeypatch.setattr(choose.contrastive, "texts_of", lambda rows: captured.setdefault("docs", texts_of(rows)))
     train, dev = write_opinions(tmp_path / "train.csv", 24, 0), write_opinions(tmp_path / "dev.csv", 20, 1)
     result = tuneloop.train(**fast_options(tiny_model, small_data="auto", max_length=6, windows=2),
                             train_file=train, validation_file=dev, output_dir=str(tmp_path / "run"))

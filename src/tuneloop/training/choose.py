@@ -39,7 +39,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ..data.batch import MODEL_INPUTS, ROW, TARGETS
+from ..data import balance
+from ..data.batch import MODEL_INPUTS, TARGETS
 from ..data.batching import make_collator
 from ..model.optim import build_optimizer, build_scheduler
 from ..report.fmt import auto_text
@@ -79,7 +80,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
         log.info(f"method auto: fine-tuning ({why}: no cross-validation)")
         return finetune, {"chosen": "finetune", "why": why}
     labels = np.asarray(data.train_labels)
-    if fold_count(labels, texts_of(data.train)) < 2:    # a class of one row (text): no folds, the default kept
+    if fold_count(labels, contrastive.texts_of(data.train)) < 2:    # a class of one row (text): the default kept
         why = "fewer than 2 training rows in some class: no cross-validation, the few-shot default kept"
         log.info(f"method auto: {DEFAULT} ({why})")
         return config.replace(method=DEFAULT), {"chosen": DEFAULT, "default": DEFAULT, "why": why}
@@ -91,7 +92,7 @@ def decide(config, data, tokenizer, accelerator, build_model: Callable, objectiv
 
 
 def cross_validate(config, data, tokenizer, accelerator, build_model, objective, labels) -> dict:
-    started, folds = time.perf_counter(), folds_of(labels, config.seed, texts_of(data.train))
+    started, folds = time.perf_counter(), folds_of(labels, config.seed, contrastive.texts_of(data.train))
     # the stage's passes as the run will make them on all the training rows (one process: decide() compares nothing
     # on several), in every fold: not a fold's own, whose fewer pairs would take more passes than the run will
     config = config.replace(setfit_epochs=contrastive.planned_passes(config, labels, 1))
@@ -147,11 +148,6 @@ def cross_validate(config, data, tokenizer, accelerator, build_model, objective,
             "seconds": round(time.perf_counter() - started, 1), "candidates": candidates}
 
 
-def texts_of(rows):
-    """The text each training row comes from (--windows: a long text's windows share it), or None."""
-    return rows[ROW] if ROW in rows.column_names else None
-
-
 def out_of_reach(method: str, right: dict, correct: np.ndarray, done: np.ndarray) -> str | None:
     """Why `method` can no longer replace the stage, or None: were it right on every held-out row still to score
     (`done`: the rows scored so far), the sign test against the stage's rows (`right[DEFAULT]`) would
@@ -191,7 +187,7 @@ def fold_correct(method, config, data, tokenizer, accelerator, build_model, obje
     if method == "finetune":
         return finetune_fold(config, data, tokenizer, accelerator, build_model, objective, train, held)
     embedded = speed.get("probe") if method == "probe" else None
-    weighing = head_weighing(config, data, objective, labels)
+    weighing = contrastive.head_objective(config, objective, data.labels, labels, quiet=True)
     if embedded is None:
         features, head, per_row, model = fold_features(method, config, inputs, labels, tokenizer, accelerator,
                                                        build_model, train)
@@ -200,23 +196,10 @@ def fold_correct(method, config, data, tokenizer, accelerator, build_model, obje
         if method == "probe":
             speed["probe"] = embedded
         elif config.setfit_head == "end-to-end":
-            fitted = fit_head(features[train], labels[train], weighing, head.bias is not None, config.seed)
-            with torch.no_grad():
-                head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
-                if head.bias is not None:
-                    head.bias.copy_(torch.as_tensor(fitted["bias"], dtype=head.bias.dtype))
+            contrastive.set_head(head, fit_head(features[train], labels[train], weighing, head.bias is not None,
+                                                config.seed))
             return loop_fold(config, model, data, tokenizer, accelerator, objective, train, held)
     return head_correct(*embedded, weighing, labels, train, held, config.seed)
-
-
-def head_weighing(config, data, objective, labels):
-    """The objective a fitted head weighs its rows by, as the run's (contrastive.head_objective): with --sampler
-    balanced, which draws no batches for a head, the balanced class weights."""
-    if config.sampler != "balanced" or objective.weights is not None:
-        return objective
-    from ..objective import objective_for
-
-    return objective_for(data.labels, objective.balanced_weights(labels))
 
 
 def estimated_seconds(method: str, config, data, folds, per_row: float) -> float:
@@ -314,7 +297,7 @@ def loop_fold(cfg, model, data, tokenizer, accelerator, objective, train, held) 
     rng, done, before = np.random.default_rng(cfg.seed), 0, accelerator.step
     chance = None
     if cfg.sampler == "balanced":         # as the run's loader draws: with replacement, by inverse class frequency
-        chance = objective.inverse_frequency(np.asarray(data.train_labels)[train])
+        chance = balance.sampling_weights(np.asarray(data.train_labels)[train], data.labels)
         chance = chance / chance.sum()
     model.train()
     try:

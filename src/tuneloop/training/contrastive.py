@@ -230,16 +230,31 @@ def rows_of(ds, indices) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------------------ the two steps
-def head_objective(run, labels):
-    """What the fitted head weighs its rows by: the run's class weights (--class-weights, in its objective); with
-    --sampler balanced, which draws no batches here, the balanced weights it stands for (said)."""
-    if run.config.sampler != "balanced" or run.objective.weights is not None:
-        return run.objective
+def head_objective(config, objective, schema, labels, quiet: bool = False):
+    """What a fitted head weighs its rows by: the run's class weights (--class-weights, in its `objective`); with
+    --sampler balanced, which draws no batches here, the balanced weights it stands for (said unless `quiet`: the
+    folds of --method auto fit their heads so too)."""
+    if config.sampler != "balanced" or objective.weights is not None:
+        return objective
     from ..objective import objective_for
 
-    log.info("--sampler balanced: the head is fitted on every row once (no batches are drawn), so it weighs the "
-             "classes as balanced instead")
-    return objective_for(run.data.labels, run.objective.balanced_weights(labels))
+    if not quiet:
+        log.info("--sampler balanced: the head is fitted on every row once (no batches are drawn), so it weighs the "
+                 "classes as balanced instead")
+    return objective_for(schema, objective.balanced_weights(labels))
+
+
+def set_head(head, fitted: dict) -> None:
+    """The fitted head's weight (and bias) copied into the model's final Linear."""
+    with torch.no_grad():
+        head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
+        if head.bias is not None:
+            head.bias.copy_(torch.as_tensor(fitted["bias"], dtype=head.bias.dtype))
+
+
+def texts_of(rows):
+    """The text each training row comes from (--windows: a long text's windows share it), or None."""
+    return rows[ROW] if ROW in rows.column_names else None
 
 
 def train_body_and_head(run, signals) -> dict:
@@ -260,15 +275,12 @@ def train_body_and_head(run, signals) -> dict:
                 {"pairs": 0, "steps": 0, "epochs": 0, "iterations": 0, "batch_size": cfg.setfit_batch_size,
                  "lr": 0.0, "loss_first": None, "loss_last": None})      # the probe: the frozen embedding
     features = embeddings(model, embed, rows, cfg.eval_batch_size)
-    objective = head_objective(run, labels)
+    objective = head_objective(cfg, run.objective, data.labels, labels)
     fitted = fit_head(features, labels, objective, head.bias is not None, cfg.seed)
     if cfg.method == "probe":                 # the frozen body: a head's folds score rows as the saved model would
         run.out_of_fold = out_of_fold(features, labels, objective, head.bias is not None, cfg.seed,
-                                      data.train[ROW] if ROW in data.train.column_names else None)
-    with torch.no_grad():
-        head.weight.copy_(torch.as_tensor(fitted["weight"], dtype=head.weight.dtype))
-        if head.bias is not None:
-            head.bias.copy_(torch.as_tensor(fitted["bias"], dtype=head.bias.dtype))
+                                      texts_of(data.train))
+    set_head(head, fitted)
     if acc.num_processes > 1:                 # the same head everywhere, whatever the float noise
         from accelerate.utils import broadcast
 
