@@ -10,13 +10,12 @@ import logging
 import os
 import random
 import sys
-import warnings
 
 import numpy as np
 import torch
 
 from . import folder_lock, machine, speed
-from .kept import environment_kept
+from .kept import imports_kept
 from .machine import interactive
 
 log = logging.getLogger("tuneloop")
@@ -31,31 +30,26 @@ def library_output(quiet: bool, data: bool = True):
     DataLoader forks). `data=False` (loading or using a model, no data set read): datasets is neither imported
     nor touched. What the libraries set on their first import is given back too: the warnings filters
     (accelerate's, sympy's) and environment variables (torch's TORCHINDUCTOR_CACHE_DIR, scikit-learn's KMP_*)."""
-    import transformers
+    with imports_kept():                      # os.environ as it was on exit: TOKENIZERS_PARALLELISM below too
+        import transformers
 
-    t_logging = transformers.logging
-    before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(),
-              {n: logging.getLogger(n).level for n in _CHATTY}, os.environ.get("TOKENIZERS_PARALLELISM"))
-    environ = dict(os.environ)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
-    t_logging.set_verbosity_error()
-    t_logging.disable_progress_bar()
-    for name in _CHATTY:
-        logging.getLogger(name).setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), environment_kept(environ), \
-                (datasets_output(quiet) if data else contextlib.nullcontext()):
-            yield
-    finally:
-        t_verbosity, t_bars, levels, parallelism = before
-        t_logging.set_verbosity(t_verbosity)
-        (t_logging.enable_progress_bar if t_bars else t_logging.disable_progress_bar)()
-        for name, level in levels.items():
-            logging.getLogger(name).setLevel(level)
-        if parallelism is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
-        else:
-            os.environ["TOKENIZERS_PARALLELISM"] = parallelism
+        t_logging = transformers.logging
+        before = (t_logging.get_verbosity(), t_logging.is_progress_bar_enabled(),
+                  {n: logging.getLogger(n).level for n in _CHATTY})
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+        t_logging.set_verbosity_error()
+        t_logging.disable_progress_bar()
+        for name in _CHATTY:
+            logging.getLogger(name).setLevel(logging.ERROR)
+        try:
+            with (datasets_output(quiet) if data else contextlib.nullcontext()):
+                yield
+        finally:
+            t_verbosity, t_bars, levels = before
+            t_logging.set_verbosity(t_verbosity)
+            (t_logging.enable_progress_bar if t_bars else t_logging.disable_progress_bar)()
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
 
 
 @contextlib.contextmanager
