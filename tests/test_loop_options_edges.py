@@ -59,7 +59,7 @@ def test_logged_samples_per_second_leaves_out_evaluations_and_counts_the_rows_se
     line = Timeline()
     acc = FakeAccelerator()
     # batch 8 × accumulation 3 = 24 a step; the epoch's last step holds one short batch of 4 rows
-    log = TrainLog(acc, 4, 0, 2, True, 24, timeline=line, samples=0)
+    log = TrainLog(acc, 4, 0, 2, True, line, samples=0)
     for step, samples in ((1, 24), (2, 48)):
         now[0] += 1.0
         log.add_loss(torch.tensor(0.5))

@@ -61,14 +61,14 @@ PLAIN_EVERY_S = 30.0
 class TrainLog:
     """The progress bar (or plain progress lines), loss/lr logging and timing of the training loop, without
     per-step host syncs: the loss is read back only every `every` steps. Evaluation time is kept apart, so that
-    samples/s counts training: with the run's `timeline`, every phase inside the loop (evaluations, OUT/best/,
+    samples/s counts training: every phase of the run's `timeline` inside the loop (evaluations, OUT/best/,
     checkpoints) is, in each logged window and in `training_s`. `samples`: the examples seen before (a resume)."""
 
-    def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool,
-                 global_batch: int, timeline=None, samples: int = 0):
+    def __init__(self, accelerator, total_steps: int, start_step: int, every: int, quiet: bool, timeline,
+                 samples: int = 0):
         from tqdm.auto import tqdm
 
-        self.accelerator, self.every, self.global_batch = accelerator, every, global_batch
+        self.accelerator, self.every = accelerator, every
         self.total, self.start_step = total_steps, start_step
         speaks = not quiet and accelerator.is_main_process
         self.plain = speaks and not interactive()
@@ -77,7 +77,7 @@ class TrainLog:
                         disable=not speaks or self.plain, file=sys.stderr)
         self.loss_sum, self.micro_batches = None, 0
         self.started = self.window_start = self.last_line = time.perf_counter()
-        self.window_steps, self.window_samples = 0, samples
+        self.window_samples = samples
         self.eval_s = 0.0
         self.timeline, self.aside_s = timeline, None      # aside_s: seconds in the loop's phases, set by close()
         self.aside_start = self.window_aside = self._aside()
@@ -88,8 +88,8 @@ class TrainLog:
     def for_run(cls, run) -> "TrainLog":
         """The log of a run's loop (training/setup_steps.Run), from where its state is (a resume's step and rows)."""
         cfg, plan, state = run.config, run.plan, run.state
-        return cls(run.accelerator, plan.total_steps, state.step, cfg.log_every, cfg.quiet, plan.global_batch,
-                   timeline=run.timeline, samples=state.samples_seen)
+        return cls(run.accelerator, plan.total_steps, state.step, cfg.log_every, cfg.quiet, run.timeline,
+                   samples=state.samples_seen)
 
     def pending_loss(self) -> float:
         """The mean loss of the steps since the last logged window, not yet checked (a host sync; 0.0 when every
@@ -105,14 +105,14 @@ class TrainLog:
 
     def _aside(self) -> float:
         """Seconds spent so far in phases that are not training: the timeline's (evaluations, model folders,
-        checkpoints), or without one the evaluations logged here."""
-        return self.timeline.inside if self.timeline is not None else self.eval_s
+        checkpoints)."""
+        return self.timeline.inside
 
-    def step(self, step: int, epoch: float, lr: float, samples: int | None = None) -> float | None:
+    def step(self, step: int, epoch: float, lr: float, samples: int) -> float | None:
         """Called once per optimizer step; every `every` steps and at the last logs the window's mean loss, lr and
         throughput, and returns that loss (None on other steps, and when every batch of the window was skipped as
-        non-finite). `samples`: the examples seen so far (all processes), for throughput; without it, a global
-        batch per step (which over-counts an epoch's last, shorter one)."""
+        non-finite). `samples`: the examples seen so far (all processes), for throughput (an epoch's last, shorter
+        batch counts its own rows)."""
         if self.first_step_s is None:               # the run's one deliberate host sync, to time it
             if self.accelerator.device.type == "cuda":
                 import torch
@@ -120,7 +120,6 @@ class TrainLog:
                 torch.cuda.synchronize(self.accelerator.device)
             self.first_step_s = time.perf_counter() - self.started
         self.bar.update(1)
-        self.window_steps += 1
         self.shown["lr"] = lr
         loss = None
         if not step % self.every or step >= self.total:    # the last step's window too (a short run's only one)
@@ -129,7 +128,7 @@ class TrainLog:
             self.progress_line(step, epoch)
         return loss
 
-    def _window_loss(self, step: int, epoch: float, lr: float, samples: int | None = None) -> float | None:
+    def _window_loss(self, step: int, epoch: float, lr: float, samples: int) -> float | None:
         """The mean loss of the steps since the last window (None when every batch was skipped), logged with the lr
         and throughput when it is finite; starts the next window."""
         loss = None
@@ -137,8 +136,7 @@ class TrainLog:
             loss = float(self.accelerator.reduce(self.loss_sum / self.micro_batches, reduction="mean"))
         aside = self._aside()
         elapsed = max(time.perf_counter() - self.window_start - (aside - self.window_aside), 1e-9)
-        seen = self.window_steps * self.global_batch if samples is None else samples - self.window_samples
-        sps = seen / elapsed
+        sps = (samples - self.window_samples) / elapsed
         if loss is None or math.isfinite(loss):
             shown = math.nan if loss is None else loss
             self.accelerator.log({"train/loss": shown, "train/lr": lr, "train/epoch": round(epoch, 4),
@@ -146,9 +144,7 @@ class TrainLog:
             self.bar.set_postfix(loss=f"{shown:.4f}", lr=f"{lr:.2e}", samples_s=f"{sps:.1f}", refresh=False)
             self.shown.update(loss=shown, sps=sps)
         self.loss_sum, self.micro_batches = None, 0
-        self.window_start, self.window_steps, self.window_aside = time.perf_counter(), 0, aside
-        if samples is not None:
-            self.window_samples = samples
+        self.window_start, self.window_samples, self.window_aside = time.perf_counter(), samples, aside
         return loss
 
     def progress_line(self, step: int, epoch: float) -> None:
