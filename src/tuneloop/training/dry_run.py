@@ -49,9 +49,9 @@ def folder_refusal(config) -> str | None:
 
 
 def epochs(plan) -> float | int:
-    """The epochs the run trains, as results.json's `train.epochs` will say: --max-steps 17 at 7 steps per epoch is
-    2.4286 epochs, not 3."""
-    if not plan.steps_per_epoch:
-        return 0
-    value = round(plan.total_steps / plan.steps_per_epoch, 4)
+    """The epochs the run trains, as results.json's `train.epochs` will say (state.epochs_of): --max-steps 17 at 7
+    steps per epoch is 2.4286 epochs, not 3."""
+    from .state import epochs_of
+
+    value = epochs_of(plan.total_steps, plan.steps_per_epoch) if plan.steps_per_epoch else 0
     return int(value) if value == int(value) else value

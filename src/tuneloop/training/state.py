@@ -44,7 +44,7 @@ class TrainState:
             self.epoch, self.batches_done = self.epoch + 1, 0
 
     def epoch_progress(self, steps_per_epoch: int) -> float:
-        return round(self.step / steps_per_epoch, 4)
+        return epochs_of(self.step, steps_per_epoch)
 
     # ---------------------------------------------------------------------------- evaluations
     def record_evaluation(self, metrics: dict, metric: str, steps_per_epoch: int) -> bool:
@@ -106,6 +106,11 @@ class TrainState:
             state.epoch = state.step // steps_per_epoch
             state.batches_done = (state.step - state.epoch * steps_per_epoch) * gradient_accumulation_steps
         return state
+
+
+def epochs_of(steps: int, steps_per_epoch: int) -> float:
+    """Epochs as results.json counts them: --max-steps 17 at 7 steps per epoch is 2.4286."""
+    return round(steps / steps_per_epoch, 4)
 
 
 def optimizer_steps_per_epoch(batches_per_epoch: int, accumulation: int) -> int:
