@@ -52,8 +52,9 @@ def gate(torch_eval, onnx_eval, main: str, allow_drop: float | None, objective) 
     ours = {"metrics": torch_eval.main_split, "logits": torch_eval.outputs[split][0]}
     theirs = {"metrics": onnx_eval.main_split, "logits": onnx_eval.outputs[split][0]}
     checked = compare(ours, theirs, main, objective, None, allow_drop)
-    if checked.get("score_agreement", 1.0) < routes.MIN_AGREEMENT:      # regression: Pearson misses a shift or a
-        checked.update(verdict="fail", min_score_agreement=routes.MIN_AGREEMENT)      # rescaling of the scores
+    scores_off = checked.get("score_agreement", 1.0) < routes.MIN_AGREEMENT    # regression: Pearson misses a shift
+    if scores_off and checked["verdict"] != "fail":                               # or a rescaling of the scores
+        checked.update(verdict="fail", min_score_agreement=routes.MIN_AGREEMENT, refused_for="score_agreement")
     # the raw decisions' agreement (multi-label: the whole label set); regression has none (None)
     return {"split": split, "pytorch": ours["metrics"], "exported": theirs["metrics"], **checked,
             "prediction_agreement": checked.get("decision_agreement")}
@@ -151,7 +152,7 @@ def export_model(source: str, output: str, quantize: str | None = None, allow_dr
                                        **gate(*checked, main, allow_drop, clf.objective)}}
             (tmp / EXPORT_REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")
             g = report["gate"]
-            if g["verdict"] == "fail" and g.get("min_score_agreement") and g["drop_points"] <= g["allowed_drop_points"]:
+            if g.get("refused_for") == "score_agreement":
                 raise TuneloopError(f"export refused: the exported scores keep {g['score_agreement']:.1%} of the "
                                     f"variance of PyTorch's (R² against them; at least {routes.MIN_AGREEMENT:.0%}: "
                                     f"{main} does not see a shift or a rescaling of the scores); nothing written. " + (
